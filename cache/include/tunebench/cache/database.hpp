@@ -1,0 +1,57 @@
+#pragma once
+// The SQLite handle the config cache is built on, and where the cache lives by default.
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace tunebench::cache {
+
+/// An SQLite call that failed. what() is one line: the call, the file, SQLite's result name and
+/// message (sqlite3_errstr / sqlite3_errmsg).
+class SqliteError : public std::runtime_error {
+ public:
+  SqliteError(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  /// The SQLite result code (SQLITE_BUSY, SQLITE_CORRUPT, ...).
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+/// The move-only owner of one sqlite3 connection, opened read-write (created if missing) with
+/// write-ahead logging and a busy timeout, so several processes can share one file.
+class Database {
+ public:
+  /// Opens or creates `path` (its parent folders too). Throws SqliteError if it cannot, or
+  /// std::filesystem::filesystem_error if the folder cannot be created.
+  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000);
+  Database(Database&& other) noexcept;
+  Database& operator=(Database&& other) noexcept;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  /// Runs one or more SQL statements without results. Throws SqliteError quoting the SQL.
+  void exec(const std::string& sql);
+  /// PRAGMA user_version: the schema version this file was written with.
+  int user_version();
+  /// Result of PRAGMA integrity_check: "ok" when the file is sound.
+  std::string integrity_check();
+
+  sqlite3* handle() const { return db_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+};
+
+/// The cache file: $TUNEBENCH_CACHE if set (non-empty), else $XDG_CACHE_HOME/tunebench/
+/// configs.sqlite, else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory
+/// Specification). Throws std::runtime_error when none of these variables is usable.
+std::filesystem::path default_cache_path();
+
+}  // namespace tunebench::cache

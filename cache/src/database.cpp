@@ -1,0 +1,97 @@
+#include "tunebench/cache/database.hpp"
+
+#include <cstdlib>
+#include <utility>
+
+namespace tunebench::cache {
+namespace {
+
+[[noreturn]] void fail(sqlite3* db, int rc, const std::string& call, const std::filesystem::path& path) {
+  std::string msg = call + " on " + path.string() + ": " + sqlite3_errstr(rc);
+  if (db) msg += std::string(" (") + sqlite3_errmsg(db) + ")";
+  throw SqliteError(msg, rc);
+}
+
+}  // namespace
+
+Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : path_(path) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3* db = std::exchange(db_, nullptr);
+    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " +
+                            sqlite3_errstr(rc) + (db ? std::string(" (") + sqlite3_errmsg(db) + ")" : "");
+    sqlite3_close(db);
+    throw SqliteError(msg, rc);
+  }
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+  try {
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  } catch (...) {
+    sqlite3_close(std::exchange(db_, nullptr));
+    throw;
+  }
+}
+
+Database::Database(Database&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+
+Database& Database::operator=(Database&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+void Database::exec(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    const std::string detail = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    throw SqliteError("'" + sql + "' on " + path_.string() + ": " + detail, rc);
+  }
+}
+
+int Database::user_version() {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) fail(db_, rc, "PRAGMA user_version", path_);
+  rc = sqlite3_step(stmt);
+  const int version = rc == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : 0;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) fail(db_, rc, "PRAGMA user_version", path_);
+  return version;
+}
+
+std::string Database::integrity_check() {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA integrity_check", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) fail(db_, rc, "PRAGMA integrity_check", path_);
+  std::string result;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    if (!result.empty()) result += "; ";
+    result += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) fail(db_, rc, "PRAGMA integrity_check", path_);
+  return result;
+}
+
+std::filesystem::path default_cache_path() {
+  const auto env = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char* p = env("TUNEBENCH_CACHE")) return p;
+  // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
+  if (const char* p = env("XDG_CACHE_HOME"); p && std::filesystem::path(p).is_absolute()) return std::filesystem::path(p) / "tunebench" / "configs.sqlite";
+  if (const char* p = env("HOME")) return std::filesystem::path(p) / ".cache" / "tunebench" / "configs.sqlite";
+  throw std::runtime_error("no cache location: set TUNEBENCH_CACHE, XDG_CACHE_HOME or HOME");
+}
+
+}  // namespace tunebench::cache

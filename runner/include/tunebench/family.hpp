@@ -1,0 +1,47 @@
+#pragma once
+// Benchmark families: one Google Benchmark benchmark per op x shape set x shape.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tunebench/op.hpp"
+#include "tunebench/shape.hpp"
+
+namespace tunebench {
+
+/// One registered benchmark: an op on one shape.
+struct Family {
+  std::string name;  ///< family_name(*op, shape)
+  std::shared_ptr<const Op> op;
+  Shape shape;
+};
+
+/// The stable benchmark name "<op>/<set>/M:<m>/N:<n>/K:<k>", with "/E:<e>/topk:<k>" appended
+/// for routed ops, e.g. "mxfp4_moe/dsv4f_decode_ep/M:8/N:4096/K:4096/E:256/topk:6". It depends
+/// on nothing but the op and the shape: not on flags, devices or order, so compare.py can pair
+/// runs by it. Google Benchmark appends "/manual_time" when it reports the benchmark.
+std::string family_name(const Op& op, const Shape& shape);
+
+/// The name Google Benchmark reports and filters on: family_name + "/manual_time".
+std::string reported_name(const Family& family);
+
+/// Every op x set x shape, in that nesting order. Throws std::invalid_argument if two
+/// families would share a name (two ops of one name, say).
+std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets);
+
+/// What the benchmark body needs besides its family.
+struct RunContext {
+  bool gpu_available = false;  ///< a CUDA device can be used
+  std::string gpu_reason;      ///< why not, when !gpu_available (one line)
+  std::uint64_t seed = 0;      ///< input seed, the same for every benchmark of a run
+};
+
+/// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
+/// the config as the label, counters TFLOP/s and GB/s (over the mean iteration time). A family
+/// of a GPU op on a machine without a GPU, or any exception from the op, ends that benchmark
+/// with SkipWithError and a reason; an iteration time that is zero or not finite likewise.
+void register_family(const Family& family, std::shared_ptr<const RunContext> context);
+
+}  // namespace tunebench

@@ -1,0 +1,41 @@
+#pragma once
+// The bench entry point, usable by any project that registers its own ops:
+//
+//     int main(int argc, char** argv) { return tunebench::run_benchmarks(argc, argv, my_ops()); }
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tunebench/op.hpp"
+
+namespace tunebench {
+
+/// tunebench's own command-line flags and environment, read before Google Benchmark's.
+struct Options {
+  /// Shape file or folder: --tunebench_shapes=PATH, else $TUNEBENCH_SHAPES, else
+  /// `default_shapes` given to run_benchmarks.
+  std::filesystem::path shapes;
+  /// Input seed: --tunebench_seed=N, else $TUNEBENCH_SEED, else 0.
+  std::uint64_t seed = 0;
+};
+
+/// Removes the --tunebench_* flags from argv (argc adjusted) and reads them and the
+/// TUNEBENCH_* environment into Options. Throws std::invalid_argument with one line naming the
+/// flag or variable and what was expected, for an unknown --tunebench_ flag or a bad value.
+Options parse_options(int* argc, char** argv, const std::filesystem::path& default_shapes);
+
+/// Runs bench: parses flags (Google Benchmark's and tunebench's), loads the shape sets,
+/// registers every op x set x shape family and runs those --benchmark_filter selects.
+/// Without --benchmark_filter it selects `default_filter_gpu` when a GPU is present and some op
+/// needs one, else `default_filter_cpu`. Selected GPU families on a machine without a GPU are
+/// reported in one line and end with SkipWithError (a failed benchmark is an entry with
+/// error_occurred in the output, as in Google Benchmark). Returns the process exit status: 0
+/// when benchmarks ran (or were listed), 1 when the filter matched none, 2 on bad input (shape
+/// file, flag, environment), each failure with a one-line message on stderr.
+int run_benchmarks(int argc, char** argv, const OpList& ops,
+                   const std::filesystem::path& default_shapes,
+                   const std::string& default_filter_gpu, const std::string& default_filter_cpu);
+
+}  // namespace tunebench

@@ -1,0 +1,80 @@
+#pragma once
+// The op interface: what tunebench needs from a kernel to register, tune and time it.
+// Implement Op for a new kernel (see bench/cpu_mxfp4_gemm.hpp) and pass it to run_benchmarks().
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tunebench/config.hpp"
+#include "tunebench/shape.hpp"
+
+namespace tunebench {
+
+/// Which config space to enumerate: the default one (tens of configs; plain autotune) or the
+/// expanded one (hundreds; exhaustive search).
+enum class SpaceKind { kDefault, kExpanded };
+
+/// The inputs, outputs and scratch an op needs for one shape, owned by the op's own subclass.
+/// Created once per benchmark (outside the timed region) by Op::prepare.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+};
+
+/// A benchmarked operation. Implementations are immutable after construction and shared by all
+/// benchmarks of their families; every method must be safe to call from the benchmark thread.
+class Op {
+ public:
+  virtual ~Op() = default;
+
+  /// First component of every benchmark name of this op, [a-z0-9_]+, e.g. "mxfp4_gemm".
+  /// Host-timed ops start with "cpu_". Changing it breaks comparisons with earlier runs.
+  virtual std::string name() const = 0;
+
+  /// The one time unit all this op's benchmarks report in (compare.py drops entries whose unit
+  /// differs from the first it reads).
+  virtual benchmark::TimeUnit time_unit() const = 0;
+
+  /// True when the op runs on a CUDA device; such benchmarks are skipped, with the reason, on a
+  /// machine without one.
+  virtual bool needs_gpu() const = 0;
+
+  /// True when the op routes tokens over experts; its names then carry E and topk.
+  virtual bool routed() const { return false; }
+
+  /// The configs to consider, in a fixed order. Never empty for kDefault.
+  virtual std::vector<Config> config_space(SpaceKind kind) const = 0;
+
+  /// False when `config` cannot run `shape` (e.g. a tile larger than the problem allows);
+  /// such configs are skipped, never launched.
+  virtual bool can_implement(const Config& config, const Shape& shape) const {
+    (void)config;
+    (void)shape;
+    return true;
+  }
+
+  /// The config used when nothing better is known: the first of the default space that
+  /// can_implement the shape. Throws std::runtime_error if none can.
+  virtual Config default_config(const Shape& shape) const;
+
+  /// Allocates and fills inputs for `shape` from `seed` (deterministic). Not timed.
+  virtual std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const = 0;
+
+  /// Runs the op once on `work` with `config`. Host ops return when the result is complete.
+  /// Throws std::exception (with a one-line what()) on failure.
+  virtual void run(Workload& work, const Config& config) const = 0;
+
+  /// Floating-point operations of one run (2*M*N*K for a GEMM).
+  virtual double flops(const Shape& shape) const = 0;
+
+  /// Bytes one run must move at least (inputs read once, output written once).
+  virtual double bytes(const Shape& shape) const = 0;
+};
+
+using OpList = std::vector<std::shared_ptr<const Op>>;
+
+}  // namespace tunebench

@@ -1,0 +1,102 @@
+#include "tunebench/main.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+
+#include "tunebench/device.hpp"
+#include "tunebench/family.hpp"
+#include "tunebench/filter.hpp"
+#include "tunebench/shape.hpp"
+#include "tunebench/version.hpp"
+
+namespace tunebench {
+namespace {
+
+bool has_flag(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                        arg[flag.size()] == '=')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
+        const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  const Options opt = parse_options(&argc, argv, default_shapes);
+  const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
+  const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+  const auto sets = load_shape_path(opt.shapes);
+  const auto families = make_families(ops, sets);
+  const GpuProbe gpu = probe_gpus();
+  const bool any_gpu_op =
+      std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->needs_gpu(); });
+
+  // A listing shows every family whatever the machine; only a run narrows to the default.
+  if (!filter_given && !listing) {
+    const bool on_gpu = gpu.available() && any_gpu_op;
+    benchmark::SetBenchmarkFilter(on_gpu ? default_filter_gpu : default_filter_cpu);
+    if (!gpu.available()) {
+      std::cerr << "bench: no CUDA device (" << gpu.reason
+                << "): GPU families skipped, running --benchmark_filter=" << default_filter_cpu
+                << "\n";
+    }
+  }
+  const BenchmarkFilter filter(benchmark::GetBenchmarkFilter());
+
+  auto context = std::make_shared<RunContext>();
+  context->gpu_available = gpu.available();
+  context->gpu_reason = gpu.reason;
+  context->seed = opt.seed;
+
+  std::size_t gpu_selected = 0;
+  for (const auto& family : families) {
+    register_family(family, context);
+    if (family.op->needs_gpu() && filter.selects(reported_name(family))) ++gpu_selected;
+  }
+  if (gpu_selected > 0 && !gpu.available() && !listing) {
+    std::cerr << "bench: no CUDA device (" << gpu.reason << "): " << gpu_selected
+              << " selected GPU benchmarks will be reported as skipped\n";
+  }
+
+  benchmark::AddCustomContext("tunebench_version", kVersion);
+  benchmark::AddCustomContext("tunebench_git_revision", kGitRevision);
+  benchmark::AddCustomContext("tunebench_shapes", opt.shapes.string());
+  benchmark::AddCustomContext("tunebench_seed", std::to_string(opt.seed));
+  benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count)
+                                                              : "0 (" + gpu.reason + ")");
+
+  const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (matched == 0) {
+    std::cerr << "bench: --benchmark_filter='" << filter.spec()
+              << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_benchmarks(int argc, char** argv, const OpList& ops,
+                   const std::filesystem::path& default_shapes,
+                   const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  try {
+    return run(argc, argv, ops, default_shapes, default_filter_gpu, default_filter_cpu);
+  } catch (const std::exception& e) {
+    std::cerr << "bench: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace tunebench

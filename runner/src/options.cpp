@@ -1,0 +1,62 @@
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "tunebench/main.hpp"
+
+namespace tunebench {
+namespace {
+
+std::uint64_t parse_seed(std::string_view text, const std::string& what) {
+  std::uint64_t v = 0;
+  const char* last = text.data() + text.size();
+  if (text.empty() || std::from_chars(text.data(), last, v).ptr != last) {
+    throw std::invalid_argument(what + "='" + std::string(text) +
+                                "': expected a non-negative integer");
+  }
+  return v;
+}
+
+}  // namespace
+
+Options parse_options(int* argc, char** argv, const std::filesystem::path& default_shapes) {
+  Options opt;
+  opt.shapes = default_shapes;
+  if (const char* env = std::getenv("TUNEBENCH_SHAPES")) {
+    if (!*env) throw std::invalid_argument("TUNEBENCH_SHAPES is set but empty: expected a shape file or folder");
+    opt.shapes = env;
+  }
+  if (const char* env = std::getenv("TUNEBENCH_SEED")) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
+
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string_view arg = argv[i];
+    constexpr std::string_view prefix = "--tunebench_";
+    if (arg.substr(0, prefix.size()) != prefix) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const auto eq = arg.find('=');
+    const std::string name(arg.substr(0, eq));
+    if (eq == std::string_view::npos) {
+      throw std::invalid_argument(name + ": expected " + name + "=VALUE");
+    }
+    const std::string_view value = arg.substr(eq + 1);
+    if (name == "--tunebench_shapes") {
+      if (value.empty()) throw std::invalid_argument("--tunebench_shapes: expected a shape file or folder");
+      opt.shapes = std::string(value);
+    } else if (name == "--tunebench_seed") {
+      opt.seed = parse_seed(value, name);
+    } else {
+      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed)");
+    }
+  }
+  *argc = kept;
+  argv[kept] = nullptr;
+  return opt;
+}
+
+}  // namespace tunebench

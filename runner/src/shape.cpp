@@ -1,0 +1,214 @@
+#include "tunebench/shape.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Carries the file and entry path so every error reads "file: entry (line N): reason".
+class Where {
+ public:
+  Where(const fs::path& file, std::string entry) : file_(file), entry_(std::move(entry)) {}
+  Where child(const std::string& key) const {
+    return {file_, entry_.empty() ? key : entry_ + "." + key};
+  }
+  Where index(std::size_t i) const { return {file_, entry_ + "[" + std::to_string(i) + "]"}; }
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& reason) const {
+    std::string where = file_.string() + ": " + (entry_.empty() ? "top level" : entry_);
+    if (node.IsDefined() && node.Mark().line >= 0) {
+      where += " (line " + std::to_string(node.Mark().line + 1) + ")";
+    }
+    throw ShapeError(where + ": " + reason);
+  }
+
+ private:
+  const fs::path& file_;
+  std::string entry_;
+};
+
+const char* type_name(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing";
+  }
+}
+
+void check_keys(const YAML::Node& map, const Where& at, std::initializer_list<const char*> required,
+                std::initializer_list<const char*> optional) {
+  if (!map.IsMap()) at.fail(map, std::string("expected a map, got ") + type_name(map));
+  std::set<std::string> known;
+  for (const char* k : required) known.insert(k);
+  for (const char* k : optional) known.insert(k);
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) at.fail(kv.first, "expected a string key");
+    const auto key = kv.first.Scalar();
+    if (!seen.insert(key).second) at.child(key).fail(kv.first, "duplicate key");
+    if (!known.count(key)) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      at.child(key).fail(kv.first, "unknown key (expected one of: " + list + ")");
+    }
+  }
+  for (const char* k : required) {
+    if (!map[k]) at.fail(map, std::string("missing required key '") + k + "'");
+  }
+}
+
+std::string read_string(const YAML::Node& node, const Where& at) {
+  if (!node.IsScalar()) at.fail(node, std::string("expected a string, got ") + type_name(node));
+  return node.as<std::string>();
+}
+
+std::int64_t read_positive(const YAML::Node& node, const Where& at) {
+  if (!node.IsScalar()) {
+    at.fail(node, std::string("expected a positive integer, got ") + type_name(node));
+  }
+  std::int64_t v = 0;
+  // yaml-cpp accepts "0x10" and "+5" but rejects "4.5", "abc", "true" and out-of-range values.
+  if (!YAML::convert<std::int64_t>::decode(node, v)) {
+    at.fail(node, "expected a positive integer, got '" + node.Scalar() + "'");
+  }
+  if (v <= 0) at.fail(node, "must be > 0, got " + std::to_string(v));
+  return v;
+}
+
+bool is_identifier(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_';
+  });
+}
+
+struct Gemm {
+  std::string name;
+  std::int64_t n, k;
+};
+
+}  // namespace
+
+ShapeSet load_shape_file(const fs::path& file) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    throw ShapeError(file.string() + ": cannot open shape file");
+  } catch (const YAML::Exception& e) {
+    throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) +
+                     ": not valid YAML: " + e.msg);
+  }
+  const Where top(file, "");
+  if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
+  check_keys(root, top, {"name", "moe", "gemms", "shapes"}, {"description"});
+
+  ShapeSet set;
+  set.source = file;
+  set.name = read_string(root["name"], top.child("name"));
+  if (!is_identifier(set.name)) {
+    top.child("name").fail(root["name"], "expected letters, digits and '_', got '" + set.name + "'");
+  }
+  if (root["description"]) {
+    set.description = read_string(root["description"], top.child("description"));
+  }
+
+  const Where moe_at = top.child("moe");
+  check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
+  const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"));
+  const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"));
+  if (top_k > experts) {
+    moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) +
+                                                         " exceeds experts " + std::to_string(experts));
+  }
+
+  const YAML::Node gemms_node = root["gemms"];
+  const Where gemms_at = top.child("gemms");
+  if (!gemms_node.IsSequence() || gemms_node.size() == 0) {
+    gemms_at.fail(gemms_node, std::string("expected a non-empty list, got ") + type_name(gemms_node));
+  }
+  std::vector<Gemm> gemms;
+  for (std::size_t i = 0; i < gemms_node.size(); ++i) {
+    const YAML::Node g = gemms_node[i];
+    const Where at = gemms_at.index(i);
+    check_keys(g, at, {"name", "n", "k"}, {});
+    Gemm gemm{read_string(g["name"], at.child("name")), read_positive(g["n"], at.child("n")),
+              read_positive(g["k"], at.child("k"))};
+    if (!is_identifier(gemm.name)) {
+      at.child("name").fail(g["name"], "expected letters, digits and '_', got '" + gemm.name + "'");
+    }
+    if (gemm.k % kMxfp4BlockSize != 0) {
+      at.child("k").fail(g["k"], "K=" + std::to_string(gemm.k) +
+                                     " is not a multiple of 32 (the MXFP4 block size)");
+    }
+    for (const auto& other : gemms) {
+      if (other.name == gemm.name) at.child("name").fail(g["name"], "duplicate gemm name '" + gemm.name + "'");
+    }
+    gemms.push_back(gemm);
+  }
+
+  const YAML::Node shapes_node = root["shapes"];
+  const Where shapes_at = top.child("shapes");
+  if (!shapes_node.IsSequence() || shapes_node.size() == 0) {
+    shapes_at.fail(shapes_node, std::string("expected a non-empty list, got ") + type_name(shapes_node));
+  }
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
+  for (std::size_t i = 0; i < shapes_node.size(); ++i) {
+    const YAML::Node s = shapes_node[i];
+    const Where at = shapes_at.index(i);
+    check_keys(s, at, {"m"}, {"calls"});
+    const auto m = read_positive(s["m"], at.child("m"));
+    std::optional<std::int64_t> calls;
+    if (s["calls"]) calls = read_positive(s["calls"], at.child("calls"));
+    for (const auto& g : gemms) {
+      if (!seen.emplace(m, g.n, g.k).second) {
+        at.child("m").fail(s["m"], "duplicate shape M=" + std::to_string(m) + " N=" +
+                                       std::to_string(g.n) + " K=" + std::to_string(g.k) +
+                                       " (benchmark names would collide)");
+      }
+      set.shapes.push_back(Shape{set.name, g.name, m, g.n, g.k, experts, top_k, calls});
+    }
+  }
+  return set;
+}
+
+std::vector<ShapeSet> load_shape_path(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    throw ShapeError(path.string() + ": no such shape file or folder");
+  }
+  std::vector<fs::path> files;
+  if (fs::is_directory(status)) {
+    for (const auto& entry : fs::directory_iterator(path)) {
+      const auto ext = entry.path().extension();
+      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw ShapeError(path.string() + ": folder holds no *.yaml shape file");
+  } else {
+    files.push_back(path);
+  }
+  std::vector<ShapeSet> sets;
+  std::map<std::string, fs::path> names;
+  for (const auto& f : files) {
+    auto set = load_shape_file(f);
+    if (auto [it, fresh] = names.emplace(set.name, f); !fresh) {
+      throw ShapeError(f.string() + ": name: set '" + set.name + "' is already declared by " +
+                       it->second.string());
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+}  // namespace tunebench

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tunebench/cache/database.hpp"
+
+namespace fs = std::filesystem;
+using tunebench::cache::Database;
+
+TEST(CacheDatabase, CreatesFolderUsesWalAndReportsIntegrity) {
+  const auto dir = fs::temp_directory_path() / ("tunebench_db_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    Database db(dir / "sub" / "c.sqlite");
+    EXPECT_EQ(db.user_version(), 0);
+    db.exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1); PRAGMA user_version=3;");
+    EXPECT_EQ(db.user_version(), 3);
+    EXPECT_EQ(db.integrity_check(), "ok");
+    Database moved(std::move(db));
+    EXPECT_EQ(moved.user_version(), 3);
+    EXPECT_THROW(moved.exec("SELEC nonsense"), tunebench::cache::SqliteError);
+  }
+  EXPECT_TRUE(fs::exists(dir / "sub" / "c.sqlite"));
+  {
+    std::ofstream(dir / "junk.sqlite") << std::string(8192, 'x');
+    try {
+      Database junk(dir / "junk.sqlite");
+      junk.integrity_check();
+      FAIL() << "a file that is not a database was accepted";
+    } catch (const tunebench::cache::SqliteError& e) {
+      EXPECT_EQ(e.code(), SQLITE_NOTADB) << e.what();
+      EXPECT_NE(std::string(e.what()).find("junk.sqlite"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CacheDatabase, DefaultPathFollowsXdg) {
+  ::setenv("TUNEBENCH_CACHE", "/x/own.sqlite", 1);
+  EXPECT_EQ(tunebench::cache::default_cache_path(), "/x/own.sqlite");
+  ::unsetenv("TUNEBENCH_CACHE");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(tunebench::cache::default_cache_path(), "/xdg/tunebench/configs.sqlite");
+  ::setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+  ::setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(tunebench::cache::default_cache_path(), "/home/u/.cache/tunebench/configs.sqlite");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::unsetenv("HOME");
+  EXPECT_THROW(tunebench::cache::default_cache_path(), std::runtime_error);
+}

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tunebench/shape.hpp"
+
+namespace fs = std::filesystem;
+using tunebench::ShapeError;
+
+namespace {
+
+class ShapeFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tunebench_shape_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const auto path = dir_ / name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // Loads `text` and returns the ShapeError message ("" if it loaded).
+  std::string error_of(const std::string& text) {
+    try {
+      tunebench::load_shape_file(write("bad.yaml", text));
+    } catch (const ShapeError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  fs::path dir_;
+};
+
+const std::string kGood = R"(name: tiny
+description: a test set
+moe: {experts: 8, top_k: 2}
+gemms:
+  - {name: up, n: 64, k: 128}
+  - {name: down, n: 128, k: 64}
+shapes:
+  - {m: 1, calls: 10}
+  - {m: 16}
+)";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST_F(ShapeFileTest, GoodFileGivesOneShapePerEntryAndGemm) {
+  const auto set = tunebench::load_shape_file(write("good.yaml", kGood));
+  EXPECT_EQ(set.name, "tiny");
+  EXPECT_EQ(set.description, "a test set");
+  ASSERT_EQ(set.shapes.size(), 4u);
+  const auto& s0 = set.shapes[0];
+  EXPECT_EQ(s0.set, "tiny");
+  EXPECT_EQ(s0.gemm, "up");
+  EXPECT_EQ(s0.m, 1);
+  EXPECT_EQ(s0.n, 64);
+  EXPECT_EQ(s0.k, 128);
+  EXPECT_EQ(s0.experts, 8);
+  EXPECT_EQ(s0.top_k, 2);
+  ASSERT_TRUE(s0.calls.has_value());
+  EXPECT_EQ(*s0.calls, 10);
+  EXPECT_EQ(set.shapes[1].gemm, "down");
+  EXPECT_EQ(set.shapes[1].calls, 10);
+  EXPECT_EQ(set.shapes[3].m, 16);
+  EXPECT_FALSE(set.shapes[3].calls.has_value());
+}
+
+TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
+  struct Case {
+    std::string text, expect;
+  };
+  const Case cases[] = {
+      {replace(kGood, "name: tiny\n", ""), "top level (line 1): missing required key 'name'"},
+      {replace(kGood, "moe: {experts: 8, top_k: 2}", "moe: {experts: 8}"), "moe (line 3): missing required key 'top_k'"},
+      {replace(kGood, "{m: 16}", "{calls: 3}"), "shapes[1] (line 9): missing required key 'm'"},
+      {replace(kGood, "{m: 16}", "{m: 16, cals: 3}"), "shapes[1].cals (line 9): unknown key"},
+      {replace(kGood, "description:", "descripton:"), "descripton (line 2): unknown key"},
+      {replace(kGood, "{m: 16}", "{m: sixteen}"), "shapes[1].m (line 9): expected a positive integer, got 'sixteen'"},
+      {replace(kGood, "{m: 16}", "{m: 4.5}"), "shapes[1].m (line 9): expected a positive integer, got '4.5'"},
+      {replace(kGood, "{m: 16}", "{m: [16]}"), "shapes[1].m (line 9): expected a positive integer, got a list"},
+      {replace(kGood, "{m: 16}", "{m: 0}"), "shapes[1].m (line 9): must be > 0, got 0"},
+      {replace(kGood, "n: 64,", "n: -64,"), "gemms[0].n (line 5): must be > 0, got -64"},
+      {replace(kGood, "k: 128}", "k: 100}"), "gemms[0].k (line 5): K=100 is not a multiple of 32"},
+      {replace(kGood, "top_k: 2", "top_k: 9"), "moe.top_k (line 3): top_k 9 exceeds experts 8"},
+      {replace(kGood, "{m: 16}", "{m: 1}"), "shapes[1].m (line 9): duplicate shape M=1 N=64 K=128"},
+      {replace(kGood, "name: down", "name: up"), "gemms[1].name (line 6): duplicate gemm name 'up'"},
+      {replace(kGood, "name: tiny", "name: tiny set"), "name (line 1): expected letters, digits and '_'"},
+      {replace(kGood, "shapes:\n  - {m: 1, calls: 10}\n  - {m: 16}\n", "shapes: []\n"), "shapes (line 7): expected a non-empty list"},
+      {replace(kGood, "{m: 16}", "{m: 16, m: 32}"), "shapes[1].m (line 9): duplicate key"},
+      {"[1, 2]\n", "top level (line 1): expected a map, got a list"},
+      {"name: [unclosed\n", "not valid YAML"},
+  };
+  for (const auto& c : cases) {
+    const std::string err = error_of(c.text);
+    EXPECT_NE(err.find("bad.yaml: "), std::string::npos) << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos)
+        << "expected '" << c.expect << "' in '" << err << "' for:\n" << c.text;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << "error is not one line: " << err;
+  }
+}
+
+TEST_F(ShapeFileTest, FolderLoadsEveryYamlInNameOrderAndRejectsDuplicateSets) {
+  write("b.yaml", replace(kGood, "name: tiny", "name: second"));
+  write("a.yml", kGood);
+  write("notes.txt", "not a shape file");
+  const auto sets = tunebench::load_shape_path(dir_);
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0].name, "tiny");
+  EXPECT_EQ(sets[1].name, "second");
+
+  write("c.yaml", kGood);
+  try {
+    tunebench::load_shape_path(dir_);
+    FAIL() << "duplicate set name accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("set 'tiny' is already declared by"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
+  EXPECT_THROW(tunebench::load_shape_path(dir_ / "nope.yaml"), ShapeError);
+  fs::create_directories(dir_ / "empty");
+  EXPECT_THROW(tunebench::load_shape_path(dir_ / "empty"), ShapeError);
+  EXPECT_THROW(tunebench::load_shape_file(dir_ / "nope.yaml"), ShapeError);
+}
+
+TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {
+  const auto sets = tunebench::load_shape_path(TUNEBENCH_SHAPE_DIR);
+  ASSERT_EQ(sets.size(), 4u);
+  const std::vector<std::int64_t> decode{1, 2, 4, 8, 16, 32, 64, 128, 256};
+  const std::vector<std::int64_t> prefill{512, 1024, 2048, 4096, 8192, 16384};
+  struct Expect {
+    const char* name;
+    std::int64_t w13_n, w13_k, w2_n, w2_k;
+    const std::vector<std::int64_t>* ms;
+  };
+  const Expect expect[] = {{"dsv4f_decode_ep", 4096, 4096, 4096, 2048, &decode},
+                           {"dsv4f_decode_tp4", 1024, 4096, 4096, 512, &decode},
+                           {"dsv4f_prefill_ep", 4096, 4096, 4096, 2048, &prefill},
+                           {"dsv4f_prefill_tp4", 1024, 4096, 4096, 512, &prefill}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& set = sets[i];
+    const auto& e = expect[i];
+    EXPECT_EQ(set.name, e.name);
+    ASSERT_EQ(set.shapes.size(), 2 * e.ms->size()) << set.name;
+    for (std::size_t j = 0; j < e.ms->size(); ++j) {
+      const auto& w13 = set.shapes[2 * j];
+      const auto& w2 = set.shapes[2 * j + 1];
+      EXPECT_EQ(w13.m, (*e.ms)[j]);
+      EXPECT_EQ(w13.gemm, "w13");
+      EXPECT_EQ(w13.n, e.w13_n);
+      EXPECT_EQ(w13.k, e.w13_k);
+      EXPECT_EQ(w2.gemm, "w2");
+      EXPECT_EQ(w2.n, e.w2_n);
+      EXPECT_EQ(w2.k, e.w2_k);
+      EXPECT_EQ(w13.experts, 256);
+      EXPECT_EQ(w13.top_k, 6);
+    }
+  }
+  EXPECT_EQ(sets[0].shapes[0].calls, 172);
+  EXPECT_EQ(sets[2].shapes.back().calls, 946);
+}
