@@ -92,7 +92,7 @@ std::vector<Config> CpuMxfp4GemmOp::config_space(SpaceKind kind) const {
     return cartesian_product({{"BLOCK_N", {4, 8, 16, 32, 64, 128, 256}},
                               {"BLOCK_K", {64, 128, 256, 512, 1024, 2048, 4096}}});
   }
-  return cartesian_product({{"BLOCK_N", {16, 64, 256}}, {"BLOCK_K", {256, 1024, 4096}}});
+  return cartesian_product({{"BLOCK_N", {16, 64, 256}}, {"BLOCK_K", {128, 512, 2048}}});
 }
 
 bool CpuMxfp4GemmOp::can_implement(const Config& config, const Shape& shape) const {

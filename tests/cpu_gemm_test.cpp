@@ -82,7 +82,7 @@ TEST(CpuMxfp4GemmOp, ConfigSpaceAndCanImplement) {
   tunebench::Shape small{"s", "w2", 1, 4096, 512, 256, 6, std::nullopt};
   EXPECT_FALSE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 1024}}, small));
   EXPECT_TRUE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 256}}, small));
-  EXPECT_EQ(op.default_config(small).str(), "BLOCK_N=16,BLOCK_K=256");
+  EXPECT_EQ(op.default_config(small).str(), "BLOCK_N=16,BLOCK_K=128");
   EXPECT_DOUBLE_EQ(op.flops(small), 2.0 * 4096 * 512);
   EXPECT_DOUBLE_EQ(op.bytes(small), 0.53125 * 4096 * 512 + 2 * 512 + 2 * 4096);
 

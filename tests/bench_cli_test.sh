@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# End-to-end checks of the bench binary: stable listing, JSON that compare.py reads, the
+# no-GPU notice, and one-line errors with the right exit status on bad input.
+set -euo pipefail
+bench=${1:?usage: bench_cli_test.sh BENCH}
+here=$(cd "$(dirname "$0")" && pwd)
+tiny=$here/data/dsv4f_decode_tiny.yaml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset TUNEBENCH_SHAPES TUNEBENCH_SEED
+
+# Names do not depend on flags: listing with other flags gives the same names.
+"$bench" --benchmark_list_tests >"$work/list1"
+"$bench" --benchmark_list_tests --tunebench_seed=7 --benchmark_min_time=0.01 --benchmark_repetitions=3 >"$work/list2"
+cmp -s "$work/list1" "$work/list2" || fail "benchmark names changed with flags"
+[ "$(wc -l <"$work/list1")" -eq 60 ] || fail "expected 60 families (1 op x (2 x 9 decode + 2 x 6 prefill) x 2 sets), got $(wc -l <"$work/list1")"
+grep -qx 'cpu_mxfp4_gemm/dsv4f_prefill_tp4/M:16384/N:4096/K:512/manual_time' "$work/list1" || fail "missing prefill TP4 family"
+
+# Two runs to JSON; compare.py pairs them by name and runs its U test over the repetitions.
+for run in a b; do
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter=mxfp4 --benchmark_min_time=0.01 \
+    --benchmark_repetitions=9 --benchmark_out="$work/$run.json" --benchmark_out_format=json \
+    >"$work/$run.console" 2>"$work/$run.err" || fail "bench run $run exited $?: $(cat "$work/$run.err")"
+done
+/usr/bin/python3 - "$work/a.json" <<'PY' || fail "JSON content"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+ctx = d["context"]
+for key in ("tunebench_version", "tunebench_git_revision", "tunebench_shapes", "cuda_devices"):
+    assert key in ctx, key
+runs = [b for b in d["benchmarks"] if b["run_type"] == "iteration"]
+assert len(runs) == 4 * 9, len(runs)
+names = {b["run_name"] for b in runs}
+assert "cpu_mxfp4_gemm/dsv4f_decode_tiny/M:4/N:512/K:128/manual_time" in names, names
+for b in runs:
+    assert b["time_unit"] == "ms", b
+    assert not b.get("error_occurred"), b
+    assert b["real_time"] > 0 and math.isfinite(b["real_time"]), b
+    assert b["label"].startswith("BLOCK_N="), b
+    assert b["TFLOP/s"] > 0 and b["GB/s"] > 0, b
+PY
+/usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$work/a.json" "$work/b.json" >"$work/compare.txt" 2>&1 \
+  || fail "compare.py: $(cat "$work/compare.txt")"
+grep -q 'cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/N:256/K:512/manual_time_pvalue' "$work/compare.txt" \
+  || fail "compare.py did not pair and U-test the runs: $(cat "$work/compare.txt")"
+
+# No filter: the default. Without a GPU, one line says why the GPU families were skipped.
+"$bench" --tunebench_shapes="$tiny" --benchmark_min_time=0.01 >"$work/default.console" 2>"$work/default.err" \
+  || fail "default run exited $?"
+grep -q 'cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/' "$work/default.console" || fail "default filter did not run the CPU families"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  [ "$(grep -c 'no CUDA device' "$work/default.err")" -eq 1 ] || fail "expected one no-GPU line, got: $(cat "$work/default.err")"
+  grep -q 'GPU families skipped' "$work/default.err" || fail "no-GPU line does not say what was skipped"
+fi
+
+# Bad input: one line naming the input, exit 2; a filter matching nothing: exit 1.
+expect_error() {
+  local want_rc=$1 want=$2; shift 2
+  set +e; "$@" >"$work/out" 2>"$work/err"; local rc=$?; set -e
+  [ "$rc" -eq "$want_rc" ] || fail "$* exited $rc, expected $want_rc: $(cat "$work/err")"
+  grep -qF -- "$want" "$work/err" || fail "$*: expected '$want' in: $(cat "$work/err")"
+}
+printf 'name: x\nmoe: {experts: 8, top_k: 2}\ngemms: [{name: a, n: 64, k: 100}]\nshapes: [{m: 1}]\n' >"$work/badk.yaml"
+expect_error 2 "badk.yaml: gemms[0].k (line 3): K=100 is not a multiple of 32" "$bench" --tunebench_shapes="$work/badk.yaml"
+expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
+expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer" env TUNEBENCH_SEED=x "$bench"
+expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
+expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
+expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op
+[ ! -s "$work/out" ] || [ "$(grep -c . "$work/out")" -le 3 ] || fail "a failed run printed results"
+echo "bench_cli: all checks passed"
