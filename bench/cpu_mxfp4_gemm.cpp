@@ -1,26 +1,13 @@
 #include "cpu_mxfp4_gemm.hpp"
 
+#include "inputs.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 namespace tunebench::bench {
 namespace {
-
-// splitmix64: a fixed, portable generator, so inputs are identical on every machine
-// (std::uniform_real_distribution is not specified bit for bit).
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  float uniform(float lo, float hi) {  // [lo, hi) on a 2^-24 grid
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
-};
 
 struct GemmWorkload final : Workload {
   GemmInputs in;
@@ -95,7 +82,7 @@ std::vector<Config> CpuMxfp4GemmOp::config_space(SpaceKind kind) const {
   return cartesian_product({{"BLOCK_N", {16, 64, 256}}, {"BLOCK_K", {128, 512, 2048}}});
 }
 
-bool CpuMxfp4GemmOp::can_implement(const Config& config, const Shape& shape) const {
+bool CpuMxfp4GemmOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo&) const {
   return config.get("BLOCK_N") <= shape.n && config.get("BLOCK_K") <= shape.k;
 }
 
@@ -106,7 +93,7 @@ std::unique_ptr<Workload> CpuMxfp4GemmOp::prepare(const Shape& shape, std::uint6
   return work;
 }
 
-void CpuMxfp4GemmOp::run(Workload& work, const Config& config) const {
+void CpuMxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t) const {
   auto& w = dynamic_cast<GemmWorkload&>(work);
   cpu_mxfp4_gemm(w.in.x.data(), w.in.w, w.y.data(), w.in.m, config.get("BLOCK_N"),
                  config.get("BLOCK_K"));

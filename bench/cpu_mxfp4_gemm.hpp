@@ -40,9 +40,9 @@ class CpuMxfp4GemmOp final : public Op {
   bool needs_gpu() const override { return false; }
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tiles no larger than the problem: BLOCK_N <= N, BLOCK_K <= K.
-  bool can_implement(const Config& config, const Shape& shape) const override;
+  bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
-  void run(Workload& work, const Config& config) const override;
+  void run(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape& shape) const override;
   double bytes(const Shape& shape) const override;
 };

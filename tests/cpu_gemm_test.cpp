@@ -75,18 +75,19 @@ TEST(CpuMxfp4Gemm, InputsAreDeterministicAndScalesVary) {
 
 TEST(CpuMxfp4GemmOp, ConfigSpaceAndCanImplement) {
   const tunebench::bench::CpuMxfp4GemmOp op;
+  const auto dev = tunebench::sm90_reference_device();
   const auto def = op.config_space(tunebench::SpaceKind::kDefault);
   const auto exp = op.config_space(tunebench::SpaceKind::kExpanded);
   EXPECT_EQ(def.size(), 9u);
   EXPECT_GT(exp.size(), def.size());
   tunebench::Shape small{"s", "w2", 1, 4096, 512, 256, 6, std::nullopt};
-  EXPECT_FALSE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 1024}}, small));
-  EXPECT_TRUE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 256}}, small));
-  EXPECT_EQ(op.default_config(small).str(), "BLOCK_N=16,BLOCK_K=128");
+  EXPECT_FALSE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 1024}}, small, dev));
+  EXPECT_TRUE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 256}}, small, dev));
+  EXPECT_EQ(op.default_config(small, dev).str(), "BLOCK_N=16,BLOCK_K=128");
   EXPECT_DOUBLE_EQ(op.flops(small), 2.0 * 4096 * 512);
   EXPECT_DOUBLE_EQ(op.bytes(small), 0.53125 * 4096 * 512 + 2 * 512 + 2 * 4096);
 
   auto work = op.prepare({"s", "w", 3, 64, 128, 8, 2, std::nullopt}, 1);
-  EXPECT_NO_THROW(op.run(*work, tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 64}}));
-  EXPECT_THROW(op.run(*work, tunebench::Config{{"BLOCK_N", 16}}), tunebench::ConfigError);
+  EXPECT_NO_THROW(op.run(*work, tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 64}}, nullptr));
+  EXPECT_THROW(op.run(*work, tunebench::Config{{"BLOCK_N", 16}}, nullptr), tunebench::ConfigError);
 }

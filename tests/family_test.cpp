@@ -18,7 +18,7 @@ class FakeMoeOp final : public tunebench::Op {
   std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
     return nullptr;
   }
-  void run(tunebench::Workload&, const tunebench::Config&) const override {}
+  void run(tunebench::Workload&, const tunebench::Config&, cudaStream_t) const override {}
   double flops(const tunebench::Shape&) const override { return 0; }
   double bytes(const tunebench::Shape&) const override { return 0; }
 };

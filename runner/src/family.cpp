@@ -40,23 +40,14 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
 
 namespace {
 
-void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
+template <class Timer>
+void timing_loop(benchmark::State& state, const Family& family, Workload& work, const Config& config,
+                 cudaStream_t stream, Timer& timer) {
   const Op& op = *family.op;
-  if (op.needs_gpu() && !context.gpu_available) {
-    state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
-    return;
-  }
-  const Config config = op.default_config(family.shape);
-  state.SetLabel(config.str());
-  auto work = op.prepare(family.shape, context.seed);
-  // Warm caches and lazy initialisation once, outside the measured iterations.
-  op.run(*work, config);
-
-  HostTimer timer;
   double total_s = 0;
   for (auto _ : state) {
     timer.start();
-    op.run(*work, config);
+    op.run(work, config, stream);
     const double seconds = std::chrono::duration<double>(timer.stop()).count();
     // Under manual time a zero or NaN iteration makes Google Benchmark grow the iteration
     // count without bound, so it ends the benchmark instead.
@@ -71,6 +62,28 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   const double iterations = static_cast<double>(state.iterations());
   state.counters["TFLOP/s"] = op.flops(family.shape) * iterations / total_s / 1e12;
   state.counters["GB/s"] = op.bytes(family.shape) * iterations / total_s / 1e9;
+}
+
+void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
+  const Op& op = *family.op;
+  if (op.needs_gpu() && !context.gpu_available) {
+    state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
+    return;
+  }
+  const Config config = op.default_config(family.shape, context.device);
+  state.SetLabel(config.str());
+  auto work = op.prepare(family.shape, context.seed);
+  if (!op.needs_gpu()) {
+    op.run(*work, config, nullptr);  // warm caches and lazy set-up, outside the measurement
+    HostTimer timer;
+    timing_loop(state, family, *work, config, nullptr, timer);
+    return;
+  }
+  Stream stream;
+  op.run(*work, config, stream.get());  // compiles and loads the kernel, outside the measurement
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  EventTimer timer(stream.get());
+  timing_loop(state, family, *work, config, stream.get(), timer);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
@@ -58,6 +59,10 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   context->gpu_available = gpu.available();
   context->gpu_reason = gpu.reason;
   context->seed = opt.seed;
+  if (gpu.available()) {
+    TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));
+    context->device = query_device(0);
+  }
 
   std::size_t gpu_selected = 0;
   for (const auto& family : families) {
@@ -75,6 +80,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   benchmark::AddCustomContext("tunebench_seed", std::to_string(opt.seed));
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count)
                                                               : "0 (" + gpu.reason + ")");
+  if (gpu.available()) {
+    benchmark::AddCustomContext("gpu_name", context->device.name);
+    benchmark::AddCustomContext("gpu_compute_capability", std::to_string(context->device.cc_major) +
+                                                              "." + std::to_string(context->device.cc_minor));
+    benchmark::AddCustomContext("gpu_sm_count", std::to_string(context->device.sm_count));
+    benchmark::AddCustomContext("timing_mode", "event");
+  }
 
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

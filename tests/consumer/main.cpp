@@ -25,7 +25,7 @@ class SumOp final : public tunebench::Op {
     w->x.assign(static_cast<std::size_t>(s.m * s.k), 1.0f);
     return w;
   }
-  void run(tunebench::Workload& w, const tunebench::Config&) const override {
+  void run(tunebench::Workload& w, const tunebench::Config&, cudaStream_t) const override {
     auto& work = static_cast<Work&>(w);
     work.sum = std::accumulate(work.x.begin(), work.x.end(), 0.0f);
     benchmark::DoNotOptimize(work.sum);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tunebench/cuda.hpp"
 #include "tunebench/op.hpp"
 #include "tunebench/shape.hpp"
 
@@ -36,6 +37,8 @@ struct RunContext {
   bool gpu_available = false;  ///< a CUDA device can be used
   std::string gpu_reason;      ///< why not, when !gpu_available (one line)
   std::uint64_t seed = 0;      ///< input seed, the same for every benchmark of a run
+  /// The measurement device (ordinal 0), or sm90_reference_device() when there is none.
+  DeviceInfo device = sm90_reference_device();
 };
 
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,

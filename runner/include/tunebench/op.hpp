@@ -3,6 +3,7 @@
 // Implement Op for a new kernel (see bench/cpu_mxfp4_gemm.hpp) and pass it to run_benchmarks().
 
 #include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tunebench/config.hpp"
+#include "tunebench/cuda.hpp"
 #include "tunebench/shape.hpp"
 
 namespace tunebench {
@@ -17,6 +19,15 @@ namespace tunebench {
 /// Which config space to enumerate: the default one (tens of configs; plain autotune) or the
 /// expanded one (hundreds; exhaustive search).
 enum class SpaceKind { kDefault, kExpanded };
+
+/// Result of Op::check: the op's output on its workload against a reference.
+struct CheckResult {
+  double rel_error = 0;  ///< ||out - ref||_2 / ||ref||_2 over all outputs (float64)
+  bool all_finite = true;  ///< false if any output is NaN or infinite (never a pass)
+  std::size_t checked = 0;  ///< outputs compared
+  /// True when finite and rel_error <= tolerance.
+  bool passed(double tolerance) const { return all_finite && rel_error <= tolerance; }
+};
 
 /// The inputs, outputs and scratch an op needs for one shape, owned by the op's own subclass.
 /// Created once per benchmark (outside the timed region) by Op::prepare.
@@ -49,24 +60,33 @@ class Op {
   /// The configs to consider, in a fixed order. Never empty for kDefault.
   virtual std::vector<Config> config_space(SpaceKind kind) const = 0;
 
-  /// False when `config` cannot run `shape` (e.g. a tile larger than the problem allows);
-  /// such configs are skipped, never launched.
-  virtual bool can_implement(const Config& config, const Shape& shape) const {
+  /// False when `config` cannot run `shape` on `device` (a tile that does not divide the
+  /// problem, more shared memory or registers than the device has); such configs are skipped,
+  /// never compiled or launched. Host ops ignore `device`.
+  virtual bool can_implement(const Config& config, const Shape& shape,
+                             const DeviceInfo& device) const {
     (void)config;
     (void)shape;
+    (void)device;
     return true;
   }
 
   /// The config used when nothing better is known: the first of the default space that
-  /// can_implement the shape. Throws std::runtime_error if none can.
-  virtual Config default_config(const Shape& shape) const;
+  /// can_implement the shape on `device`. Throws std::runtime_error if none can.
+  Config default_config(const Shape& shape, const DeviceInfo& device) const;
 
-  /// Allocates and fills inputs for `shape` from `seed` (deterministic). Not timed.
+  /// Allocates and fills inputs for `shape` from `seed` (deterministic), on the current CUDA
+  /// device for GPU ops. Not timed.
   virtual std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const = 0;
 
-  /// Runs the op once on `work` with `config`. Host ops return when the result is complete.
-  /// Throws std::exception (with a one-line what()) on failure.
-  virtual void run(Workload& work, const Config& config) const = 0;
+  /// Runs the op once on `work` with `config`: GPU ops enqueue their kernels on `stream` and
+  /// return; host ops ignore `stream` and return when the result is complete. Throws
+  /// std::exception (with a one-line what(); CudaError for CUDA failures) on failure.
+  virtual void run(Workload& work, const Config& config, cudaStream_t stream) const = 0;
+
+  /// Runs the op once with `config` on `work` (output poisoned first) and compares the output
+  /// with the op's reference. The default throws std::logic_error: the op has no reference.
+  virtual CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const;
 
   /// Floating-point operations of one run (2*M*N*K for a GEMM).
   virtual double flops(const Shape& shape) const = 0;

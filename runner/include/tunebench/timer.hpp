@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "tunebench/cuda.hpp"
+
 namespace tunebench {
 
 /// Host wall-clock timer (std::chrono::steady_clock) for ops that finish on the host before
@@ -18,6 +20,22 @@ class HostTimer {
 
  private:
   std::chrono::steady_clock::time_point start_{};
+};
+
+/// CUDA-event timer: events recorded on `stream` around the op's launches, then a wait for the
+/// stop event. It measures from the start event to the stop event on the GPU, launch gaps
+/// included, so it overstates short kernels; kernel-level timing replaces it where available.
+class EventTimer {
+ public:
+  explicit EventTimer(cudaStream_t stream) : stream_(stream) {}
+  /// Throws CudaError.
+  void start();
+  /// Waits for the stream to reach the stop event; time between the events. Throws CudaError.
+  std::chrono::nanoseconds stop();
+
+ private:
+  cudaStream_t stream_;
+  Event start_, stop_;
 };
 
 }  // namespace tunebench

@@ -1,0 +1,119 @@
+#pragma once
+// CUDA runtime helpers for host code: the error type, a check macro, owners of streams and
+// events, device memory, and what a device can do. Plain C++ over the CUDA runtime API.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace tunebench {
+
+/// A CUDA runtime call that failed. what() is one line: the call, file:line, the error name
+/// and the runtime's text. sticky() is true for errors that leave the context unusable
+/// (cudaErrorIllegalAddress and the like): every later call in the process fails too.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(const std::string& what, cudaError_t code, bool sticky)
+      : std::runtime_error(what), code_(code), sticky_(sticky) {}
+  cudaError_t code() const { return code_; }
+  bool sticky() const { return sticky_; }
+
+ private:
+  cudaError_t code_;
+  bool sticky_;
+};
+
+/// Throws CudaError for anything but cudaSuccess, after clearing the runtime's last error so a
+/// non-sticky failure does not resurface in the next unrelated call.
+void cuda_check(cudaError_t status, const char* call, const char* file, int line);
+
+/// For destructors: reports a failure on stderr instead of throwing.
+void cuda_check_nothrow(cudaError_t status, const char* call, const char* file, int line) noexcept;
+
+#define TUNEBENCH_CUDA_CHECK(call) ::tunebench::cuda_check((call), #call, __FILE__, __LINE__)
+#define TUNEBENCH_CUDA_CHECK_NOTHROW(call) \
+  ::tunebench::cuda_check_nothrow((call), #call, __FILE__, __LINE__)
+
+/// Move-only owner of a non-blocking cudaStream_t on the current device.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+/// Move-only owner of a cudaEvent_t (timing enabled).
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+/// Move-only owner of `bytes` of device memory (cudaMalloc; never managed memory).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  /// Throws CudaError (cudaErrorMemoryAllocation when the card is full).
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return p_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(p_); }
+  std::size_t bytes() const { return bytes_; }
+  /// Copies `bytes` from host memory at offset 0 (synchronous).
+  void upload(const void* src, std::size_t bytes);
+  /// Copies `bytes` to host memory from offset 0 (synchronous).
+  void download(void* dst, std::size_t bytes) const;
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// What a device can do, for can_implement and for the context of a run.
+struct DeviceInfo {
+  int ordinal = -1;                   ///< CUDA device ordinal, -1 for the reference description
+  std::string name;                   ///< e.g. "NVIDIA H200"
+  int cc_major = 0, cc_minor = 0;     ///< compute capability
+  int sm_count = 0;                   ///< streaming multiprocessors
+  int max_threads_per_block = 0;
+  int regs_per_block = 0;             ///< 32-bit registers per block
+  std::size_t smem_per_block_optin = 0;  ///< bytes of shared memory a block may opt in to
+  std::size_t l2_bytes = 0;           ///< L2 cache size in bytes
+  /// "sm_90" style architecture name for NVRTC.
+  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+/// Reads the properties of device `ordinal`. Throws CudaError.
+DeviceInfo query_device(int ordinal);
+
+/// The limits of an H100/H200 (sm_90: 132 SMs, 227 KiB opt-in shared memory, 64 Ki registers
+/// per block, 1024 threads, 60 MiB L2 on the H200), for planning and compiling where there is
+/// no device, e.g. in CI.
+DeviceInfo sm90_reference_device();
+
+}  // namespace tunebench

@@ -1,0 +1,122 @@
+#include "tunebench/cuda.hpp"
+
+#include <iostream>
+
+namespace tunebench {
+namespace {
+
+// Errors after which the context is unusable (CUDA runtime API docs, "sticky" errors).
+bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string describe(cudaError_t status, const char* call, const char* file, int line) {
+  return std::string(call) + " at " + file + ":" + std::to_string(line) + ": " +
+         cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
+}
+
+}  // namespace
+
+void cuda_check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  throw CudaError(describe(status, call, file, line), status, is_sticky(status));
+}
+
+void cuda_check_nothrow(cudaError_t status, const char* call, const char* file, int line) noexcept {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  std::cerr << "tunebench: " << describe(status, call, file, line) << "\n";
+}
+
+Stream::Stream() { TUNEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (s_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s_));
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (s_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s_));
+    s_ = std::exchange(o.s_, nullptr);
+  }
+  return *this;
+}
+
+Event::Event() { TUNEBENCH_CUDA_CHECK(cudaEventCreate(&e_)); }
+Event::~Event() {
+  if (e_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaEventDestroy(e_));
+}
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (e_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaEventDestroy(e_));
+    e_ = std::exchange(o.e_, nullptr);
+  }
+  return *this;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) TUNEBENCH_CUDA_CHECK(cudaMalloc(&p_, bytes));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaFree(p_));
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaFree(p_));
+    p_ = std::exchange(o.p_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+void DeviceBuffer::upload(const void* src, std::size_t bytes) {
+  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::upload: more bytes than the buffer holds");
+  TUNEBENCH_CUDA_CHECK(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice));
+}
+void DeviceBuffer::download(void* dst, std::size_t bytes) const {
+  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::download: more bytes than the buffer holds");
+  TUNEBENCH_CUDA_CHECK(cudaMemcpy(dst, p_, bytes, cudaMemcpyDeviceToHost));
+}
+
+DeviceInfo query_device(int ordinal) {
+  cudaDeviceProp p{};
+  TUNEBENCH_CUDA_CHECK(cudaGetDeviceProperties(&p, ordinal));
+  DeviceInfo d;
+  d.ordinal = ordinal;
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sm_count = p.multiProcessorCount;
+  d.max_threads_per_block = p.maxThreadsPerBlock;
+  d.regs_per_block = p.regsPerBlock;
+  d.smem_per_block_optin = p.sharedMemPerBlockOptin;
+  d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  return d;
+}
+
+DeviceInfo sm90_reference_device() {
+  DeviceInfo d;
+  d.name = "sm_90 reference (H100/H200 limits)";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.max_threads_per_block = 1024;
+  d.regs_per_block = 65536;
+  d.smem_per_block_optin = 232448;
+  d.l2_bytes = 62914560;
+  return d;
+}
+
+}  // namespace tunebench

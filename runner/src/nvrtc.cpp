@@ -1,0 +1,166 @@
+#include "tunebench/nvrtc.hpp"
+
+#include <nvrtc.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tunebench/cuda.hpp"
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void nvrtc_check(nvrtcResult r, const char* call) {
+  if (r != NVRTC_SUCCESS) throw std::runtime_error(std::string(call) + ": " + nvrtcGetErrorString(r));
+}
+
+// The key text: everything that changes the binary. The source enters by two independent
+// hashes and its length, so the text stays short while a collision stays implausible.
+std::string key_text(const CompileRequest& r) {
+  std::string k = "tunebench-kernel-v1\nsource " + hex(fnv1a(r.source)) + " " +
+                  hex(fnv1a(r.source, 0x84222325cbf29ce4ull)) + " " + std::to_string(r.source.size()) +
+                  "\narch " + r.arch + "\nnvrtc " + nvrtc_version() + "\n";
+  for (const auto& o : r.options) k += "option " + o + "\n";
+  return k;
+}
+
+CompileResult compile_now(const CompileRequest& r) {
+  nvrtcProgram prog = nullptr;
+  nvrtc_check(nvrtcCreateProgram(&prog, r.source.c_str(), r.source_name.c_str(), 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  std::vector<std::string> opts = r.options;
+  opts.push_back("-arch=" + r.arch);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  const nvrtcResult status = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+
+  CompileResult out;
+  std::size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  if (log_size > 1) {
+    out.log.resize(log_size);
+    nvrtcGetProgramLog(prog, out.log.data());
+    out.log.resize(log_size - 1);
+  }
+  if (status == NVRTC_SUCCESS) {
+    std::size_t size = 0;
+    nvrtc_check(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+    out.cubin.resize(size);
+    nvrtc_check(nvrtcGetCUBIN(prog, out.cubin.data()), "nvrtcGetCUBIN");
+    out.ok = true;
+  } else if (out.log.empty()) {
+    out.log = nvrtcGetErrorString(status);
+  }
+  nvrtcDestroyProgram(&prog);
+  return out;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtc_check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+KernelCompiler::KernelCompiler(fs::path cache_dir) : cache_dir_(std::move(cache_dir)) {
+  if (!cache_dir_.empty()) fs::create_directories(cache_dir_);
+}
+
+CompileResult KernelCompiler::compile(const CompileRequest& request) const {
+  const std::string key = key_text(request);
+  const std::string id = hex(fnv1a(key));
+  if (cache_dir_.empty()) {
+    auto out = compile_now(request);
+    out.key = id;
+    return out;
+  }
+  const fs::path file = cache_dir_ / (id + ".cubin");
+  if (std::ifstream in{file, std::ios::binary}) {
+    std::ostringstream data;
+    data << in.rdbuf();
+    const std::string bytes = data.str();
+    if (bytes.size() > key.size() && bytes.compare(0, key.size(), key) == 0) {
+      CompileResult hit;
+      hit.ok = true;
+      hit.cubin = bytes.substr(key.size());
+      hit.from_cache = true;
+      hit.key = id;
+      return hit;
+    }
+  }
+  CompileResult out = compile_now(request);
+  out.key = id;
+  if (!out.ok) return out;
+  static std::atomic<unsigned> counter{0};
+  const fs::path tmp = cache_dir_ / (id + ".tmp." + std::to_string(::getpid()) + "." +
+                                     std::to_string(counter++));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << key << out.cubin;
+    if (!f.flush()) {
+      fs::remove(tmp);
+      throw std::runtime_error("kernel cache: cannot write " + tmp.string());
+    }
+  }
+  fs::rename(tmp, file);  // atomic: readers see the old file or the whole new one
+  return out;
+}
+
+fs::path default_kernel_cache_dir() {
+  const auto env = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char* p = env("TUNEBENCH_KERNEL_CACHE")) return p;
+  if (const char* p = env("XDG_CACHE_HOME"); p && fs::path(p).is_absolute()) {
+    return fs::path(p) / "tunebench" / "kernels";
+  }
+  if (const char* p = env("HOME")) return fs::path(p) / ".cache" / "tunebench" / "kernels";
+  throw std::runtime_error("no kernel cache location: set TUNEBENCH_KERNEL_CACHE, XDG_CACHE_HOME or HOME");
+}
+
+KernelLibrary::KernelLibrary(const std::string& cubin) {
+  TUNEBENCH_CUDA_CHECK(cudaLibraryLoadData(&lib_, cubin.data(), nullptr, nullptr, 0, nullptr,
+                                           nullptr, 0));
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (lib_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaLibraryUnload(lib_));
+}
+
+KernelLibrary& KernelLibrary::operator=(KernelLibrary&& o) noexcept {
+  if (this != &o) {
+    if (lib_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaLibraryUnload(lib_));
+    lib_ = std::exchange(o.lib_, nullptr);
+  }
+  return *this;
+}
+
+cudaKernel_t KernelLibrary::kernel(const char* name) const {
+  cudaKernel_t k = nullptr;
+  TUNEBENCH_CUDA_CHECK(cudaLibraryGetKernel(&k, lib_, name));
+  return k;
+}
+
+}  // namespace tunebench
