@@ -16,8 +16,11 @@ struct GemmWorkload final : Workload {
 
 }  // namespace
 
-void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y,
-                    std::int64_t m, std::int64_t block_n, std::int64_t block_k) {
+namespace {
+
+template <class Store>
+void gemm_blocked(const std::uint16_t* x, const mxfp4::Matrix& w, std::int64_t m,
+                  std::int64_t block_n, std::int64_t block_k, Store store) {
   const std::int64_t n = w.rows, k = w.cols;
   if (m <= 0 || block_n <= 0 || block_k <= 0 || block_k % mxfp4::kBlock != 0) {
     throw std::invalid_argument("cpu_mxfp4_gemm: expected M > 0, BLOCK_N > 0 and BLOCK_K a positive multiple of 32");
@@ -50,11 +53,24 @@ void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_
       }
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t j = 0; j < bn; ++j) {
-          y[i * n + n0 + j] = mxfp4::float_to_bf16(acc[i * block_n + j]);
+          store(i * n + n0 + j, acc[i * block_n + j]);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y,
+                    std::int64_t m, std::int64_t block_n, std::int64_t block_k) {
+  gemm_blocked(x, w, m, block_n, block_k,
+               [y](std::int64_t i, float v) { y[i] = mxfp4::float_to_bf16(v); });
+}
+
+void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m,
+                        std::int64_t block_n, std::int64_t block_k) {
+  gemm_blocked(x, w, m, block_n, block_k, [y](std::int64_t i, float v) { y[i] = v; });
 }
 
 GemmInputs make_gemm_inputs(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {

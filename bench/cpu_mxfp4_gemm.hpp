@@ -20,6 +20,11 @@ namespace tunebench::bench {
 void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y,
                     std::int64_t m, std::int64_t block_n, std::int64_t block_k);
 
+/// cpu_mxfp4_gemm with the fp32 sums written as they are (no BF16 rounding): the reference the
+/// GPU kernels are compared with. Same arguments and errors.
+void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m,
+                        std::int64_t block_n, std::int64_t block_k);
+
 /// Deterministic test data: X is BF16 in [-1, 1); W is drawn per 32-element block with a
 /// random magnitude 2^u, u uniform in [-8, 8), so its MXFP4 scales vary, then quantized.
 struct GemmInputs {

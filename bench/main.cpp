@@ -1,6 +1,8 @@
 // bench: Google Benchmark over the trace shape sets of runs/shape for every built-in op.
 
+#include <exception>
 #include <filesystem>
+#include <iostream>
 
 #include "ops.hpp"
 #include "tunebench/main.hpp"
@@ -18,6 +20,13 @@ std::filesystem::path default_shapes() {
 int main(int argc, char** argv) {
   // With a GPU: the GPU MXFP4 families. Without one: the CPU reference on the decode sets,
   // which a 2-core machine finishes in about a minute.
-  return tunebench::run_benchmarks(argc, argv, tunebench::bench::builtin_ops(), default_shapes(),
-                                   "^mxfp4_", "^cpu_mxfp4_gemm/dsv4f_decode_");
+  tunebench::OpList ops;
+  try {
+    ops = tunebench::bench::builtin_ops();
+  } catch (const std::exception& e) {
+    std::cerr << "bench: " << e.what() << "\n";
+    return 2;
+  }
+  return tunebench::run_benchmarks(argc, argv, ops, default_shapes(), "^mxfp4_",
+                                   "^cpu_mxfp4_gemm/dsv4f_decode_");
 }

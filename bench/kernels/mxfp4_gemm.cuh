@@ -1,0 +1,256 @@
+// MXFP4-weight GEMM for Hopper (sm_90) with mma.sync, compiled per config by NVRTC.
+//
+//   Y[rows, N] (bf16) = A[rows, K] (bf16) . dequant(W_e)[N, K]^T
+//
+// Dense (MOE == 0): one expert, rows = M, A row r and Y row r are token r.
+// Grouped MoE (MOE == 1): a tile list names, per block row, an expert and a run of routed
+// pairs sorted by expert; a_rows[] gives each pair's A row (its token for w13, the pair itself
+// for w2) and out_rows[] its Y row (the pair).
+//
+// The weights are in the repacked layout of bench/mxfp4_gpu.hpp: for each expert, 16-row x
+// 32-column atoms [N/16][K/32], each 32 lanes x 8 bytes of E2M1 codes arranged so that lane l
+// holds exactly its mma.m16n8k16 A-fragment values, and 16 E8M0 scales per atom (one per row).
+// W is the mma's A operand (16 rows of N per mma) and the activations its B operand (8 rows
+// per mma), so a decode batch of 1..8 tokens wastes no tensor-core work on padding rows of M.
+//
+// Config (all -D): BLOCK_M (rows per block, multiple of 8), BLOCK_N (multiple of 16*WARPS),
+// BLOCK_K (multiple of 32), WARPS, STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges
+// reduced through fp32 atomics into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+#define NT (BLOCK_N / 16 / WARPS)  // 16-row W tiles per warp
+#define MT (BLOCK_M / 8)           // 8-row activation tiles per block
+#define KA (BLOCK_K / 32)          // 32-column atoms per K tile
+#define LDA (BLOCK_K + 8)          // padded smem row (bf16): ldmatrix rows hit distinct banks
+#define A_STAGE (BLOCK_M * LDA * 2)
+#define WQ_STAGE (BLOCK_N / 16 * KA * 256)
+#define WS_STAGE (BLOCK_N / 16 * KA * 16)
+#define STAGE_BYTES (A_STAGE + WQ_STAGE + WS_STAGE)
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// d = a * b + (-0) on bf16 pairs: exact for the power-of-two products of dequantization, and
+// -0 keeps the sign of zero products.
+__device__ __forceinline__ u32 bmul2(u32 a, u32 b) {
+  u32 d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+  return d;
+}
+
+// E2M1 nibbles at bits 12..15 and 28..31 of q become two bf16 values equal to the code's
+// value times 2^-126: sign to bit 15/31, exponent and mantissa bits to 8..6 / 24..22.
+__device__ __forceinline__ u32 e2m1x2_raw(u32 q) {
+  return (q & 0x80008000u) | ((q >> 6) & 0x01C001C0u);
+}
+
+#define BIAS2 0x7E807E80u  // bf16 pair 2^126, 2^126: undoes the 2^-126 of e2m1x2_raw
+
+// bf16 of 2^(s-127), the E8M0 scale (0xFF: NaN; 0: 2^-127, a bf16 subnormal).
+__device__ __forceinline__ u32 scale_bf16(u32 s) {
+  return s == 0xFFu ? 0x7FC0u : (s == 0u ? 0x0040u : (s << 7));
+}
+
+// Four A-fragment registers (a0..a3) of one k16 step from one 32-bit word of codes. Register
+// j holds the nibbles j positions from the top of each half; a0, a2 are row g (scale lo),
+// a1, a3 row g+8 (scale hi).
+__device__ __forceinline__ void dequant_word(u32 q, u32 s_lo, u32 s_hi, u32 fold_lo, u32 fold_hi,
+                                             bool folded, u32 (&a)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const u32 raw = e2m1x2_raw(q << (4 * j));
+#if FOLDSCALE
+    // One multiply: the 2^126 correction pre-multiplied into the block scale, valid while
+    // 2^(s-1) fits bf16 (s <= 128); blocks with larger scales take the two-multiply path.
+    a[j] = folded ? bmul2(raw, (j & 1) ? fold_hi : fold_lo)
+                  : bmul2(bmul2(raw, BIAS2), (j & 1) ? s_hi : s_lo);
+#else
+    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? s_hi : s_lo);
+#endif
+  }
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ u16 to_bf16(float x) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(x));
+  return h;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+    mxfp4_gemm(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
+               u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
+               const int4* __restrict__ tiles, const int* __restrict__ a_rows,
+               const int* __restrict__ out_rows) {
+  extern __shared__ __align__(128) u8 smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+#if MOE
+  const int4 tile = tiles[blockIdx.y];
+  const int expert = tile.x, row0 = tile.y, row_count = tile.z;
+#else
+  const int expert = 0, row0 = blockIdx.y * BLOCK_M;
+  const int row_count = min(BLOCK_M, rows - row0);
+#endif
+  const int n0 = blockIdx.x * BLOCK_N;
+  const int k_len = K / SPLIT_K, k_begin = blockIdx.z * k_len, k_tiles = k_len / BLOCK_K;
+  const long long atoms_per_row = K / 32;
+  const u8* wq = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
+  const u8* ws = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
+
+  // Each thread's A rows are fixed across K tiles: resolve the gather once.
+  constexpr int A_CHUNKS = BLOCK_M * BLOCK_K / 8, A_PER_THREAD = (A_CHUNKS + WARPS * 32 - 1) / (WARPS * 32);
+
+  auto load_stage = [&](int stage, int kt) {
+    u8* base = smem + stage * STAGE_BYTES;
+    const int k0 = k_begin + kt * BLOCK_K;
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int c = tid + i * WARPS * 32;
+      if (c < A_CHUNKS) {
+        const int r = c / (BLOCK_K / 8), col = (c % (BLOCK_K / 8)) * 8;
+        const bool valid = r < row_count;
+#if MOE
+        const int src_row = valid ? a_rows[row0 + r] : 0;
+#else
+        const int src_row = valid ? row0 + r : 0;
+#endif
+        cp_async16(base + (r * LDA + col) * 2, A + (long long)src_row * K + k0 + col, valid ? 16 : 0);
+      }
+    }
+    u8* wq_s = base + A_STAGE;
+    for (int c = tid; c < WQ_STAGE / 16; c += WARPS * 32) {
+      const int t = c / (KA * 16), rest = c % (KA * 16);  // 16-row tile, then 16-byte chunk
+      const u8* src = wq + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32) * 256 + rest * 16;
+      cp_async16(wq_s + c * 16, src, 16);
+    }
+    u8* ws_s = wq_s + WQ_STAGE;
+    for (int c = tid; c < WS_STAGE / 16; c += WARPS * 32) {
+      const int t = c / KA, a = c % KA;
+      cp_async16(ws_s + c * 16, ws + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32 + a) * 16, 16);
+    }
+  };
+
+  float acc[NT][MT][4];
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][m][i] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  const int g = lane >> 2;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    {
+      const int next = kt + STAGES - 1;
+      if (next < k_tiles) load_stage(next % STAGES, next);
+      cp_async_commit();
+    }
+    const u8* base = smem + (kt % STAGES) * STAGE_BYTES;
+    const u16* a_s = reinterpret_cast<const u16*>(base);
+    const u8* wq_s = base + A_STAGE;
+    const u8* ws_s = wq_s + WQ_STAGE;
+#pragma unroll
+    for (int ka = 0; ka < KA; ++ka) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int tile16 = warp * NT + t;
+        const uint2 q = *reinterpret_cast<const uint2*>(wq_s + (tile16 * KA + ka) * 256 + lane * 8);
+        const u32 s_lo_code = ws_s[(tile16 * KA + ka) * 16 + g];
+        const u32 s_hi_code = ws_s[(tile16 * KA + ka) * 16 + g + 8];
+        u32 s_lo = scale_bf16(s_lo_code), s_hi = scale_bf16(s_hi_code);
+        s_lo |= s_lo << 16;
+        s_hi |= s_hi << 16;
+        u32 fold_lo = 0, fold_hi = 0;
+        bool folded = false;
+#if FOLDSCALE
+        // 2^(s-1) as bf16 has exponent field s + 126; NaN scales stay NaN.
+        folded = __all_sync(0xffffffffu, (s_lo_code <= 128u || s_lo_code == 0xFFu) &&
+                                             (s_hi_code <= 128u || s_hi_code == 0xFFu));
+        fold_lo = s_lo_code == 0xFFu ? 0x7FC0u : (s_lo_code + 126u) << 7;
+        fold_hi = s_hi_code == 0xFFu ? 0x7FC0u : (s_hi_code + 126u) << 7;
+        fold_lo |= fold_lo << 16;
+        fold_hi |= fold_hi << 16;
+#endif
+        u32 a0[4], a1[4];
+        dequant_word(q.x, s_lo, s_hi, fold_lo, fold_hi, folded, a0);
+        dequant_word(q.y, s_lo, s_hi, fold_lo, fold_hi, folded, a1);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          u32 b0, b1, b2, b3;
+          const u16* p = a_s + (m * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                       : "r"(smem_addr(p)));
+          mma_bf16(acc[t][m], a0, b0, b1);
+          mma_bf16(acc[t][m], a1, b2, b3);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // C fragment: c0, c1 at W row g, activation rows 2*(lane%4) + {0,1}; c2, c3 at W row g+8.
+  const int tq = (lane & 3) * 2;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const int n = n0 + (warp * NT + t) * 16 + g;
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = m * 8 + tq + (i & 1);
+        if (r >= row_count) continue;
+#if MOE
+        const long long out = (long long)out_rows[row0 + r] * N + n + (i >> 1) * 8;
+#else
+        const long long out = (long long)(row0 + r) * N + n + (i >> 1) * 8;
+#endif
+#if SPLIT_K > 1
+        atomicAdd(Yacc + out, acc[t][m][i]);
+#else
+        Y[out] = to_bf16(acc[t][m][i]);
+#endif
+      }
+    }
+  }
+}
+
+// Split-K epilogue: rounds the fp32 sums to bf16 and zeroes the workspace for the next call.
+extern "C" __global__ void mxfp4_splitk_finish(float* __restrict__ Yacc, u16* __restrict__ Y,
+                                               long long count) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    Y[i] = to_bf16(Yacc[i]);
+    Yacc[i] = 0.0f;
+  }
+}

@@ -1,0 +1,565 @@
+#include "mxfp4_gpu.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+#include "cpu_mxfp4_gemm.hpp"
+#include "inputs.hpp"
+
+namespace tunebench::bench {
+namespace {
+
+// Position of element (row g + 8*(j&1), column 16w + 2t + 8*(j>>1) + h) inside its atom:
+// byte index and nibble shift. h selects the high half of register j (nibble 7-j) or the low
+// half (nibble 3-j).
+struct AtomPos {
+  int byte;
+  int shift;
+};
+
+AtomPos atom_pos_slow(int r, int c) {  // r in 0..15, c in 0..31
+  const int g = r & 7, jr = r >> 3;
+  const int w = c >> 4, cc = c & 15;
+  const int jc = cc >> 3, t = (cc & 7) >> 1, h = cc & 1;
+  const int j = jr | (jc << 1);
+  const int lane = g * 4 + t;
+  const int nibble = h ? 7 - j : 3 - j;
+  return {lane * 8 + w * 4 + nibble / 2, (nibble & 1) * 4};
+}
+
+AtomPos atom_pos(int r, int c) {
+  static const auto table = [] {
+    std::vector<AtomPos> t(16 * 32);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 32; ++j) t[i * 32 + j] = atom_pos_slow(i, j);
+    return t;
+  }();
+  return table[r * 32 + c];
+}
+
+std::uint16_t e2m1_raw_bf16(std::uint8_t code) {
+  return static_cast<std::uint16_t>(((code & 0x8) << 12) | ((code & 0x7) << 6));
+}
+
+// What fma.rn.bf16x2 computes for these exact power-of-two products: the float product
+// (exact), then rounded to bf16 (exact as well, subnormals included).
+std::uint16_t bf16_mul(std::uint16_t a, std::uint16_t b) {
+  return mxfp4::float_to_bf16(mxfp4::bf16_to_float(a) * mxfp4::bf16_to_float(b));
+}
+
+std::uint16_t scale_bf16(std::uint8_t s) {
+  return s == 0xFF ? 0x7FC0 : (s == 0 ? 0x0040 : static_cast<std::uint16_t>(s << 7));
+}
+
+int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+struct Tiles {
+  std::int64_t block_m, block_n, block_k, warps, stages, split_k;
+  explicit Tiles(const Config& c)
+      : block_m(c.get("BLOCK_M")), block_n(c.get("BLOCK_N")), block_k(c.get("BLOCK_K")),
+        warps(c.get("WARPS")), stages(c.get("STAGES")), split_k(c.get("SPLIT_K")) {}
+  // Mirrors STAGE_BYTES in the kernel.
+  std::int64_t smem_bytes() const {
+    const std::int64_t a = block_m * (block_k + 8) * 2;
+    const std::int64_t wq = block_n / 16 * (block_k / 32) * 256;
+    const std::int64_t ws = block_n / 16 * (block_k / 32) * 16;
+    return stages * (a + wq + ws);
+  }
+};
+
+// Device-resident weights, shared by every workload of the same geometry and seed.
+struct DeviceWeights {
+  std::int64_t rows = 0, cols = 0;
+  DeviceBuffer codes, scales;
+};
+
+std::shared_ptr<DeviceWeights> upload_weights(const PackedMxfp4& w) {
+  auto d = std::make_shared<DeviceWeights>();
+  d->rows = w.rows;
+  d->cols = w.cols;
+  d->codes = DeviceBuffer(w.codes.size());
+  d->codes.upload(w.codes.data(), w.codes.size());
+  d->scales = DeviceBuffer(w.scales.size());
+  d->scales.upload(w.scales.data(), w.scales.size());
+  return d;
+}
+
+std::size_t l2_bytes() {
+  int device = 0, l2 = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  TUNEBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  return static_cast<std::size_t>(l2);
+}
+
+CheckResult compare(const std::vector<std::uint16_t>& out, const std::vector<float>& ref) {
+  CheckResult r;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double o = mxfp4::bf16_to_float(out[i]);
+    if (!std::isfinite(o)) r.all_finite = false;
+    diff += (o - ref[i]) * (o - ref[i]);
+    norm += static_cast<double>(ref[i]) * ref[i];
+  }
+  r.checked = out.size();
+  r.rel_error = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  if (!std::isfinite(r.rel_error)) r.all_finite = false;
+  return r;
+}
+
+// Float reference: the CPU GEMM's fp32 sums before rounding, so the check measures the GPU's
+// error alone.
+void reference_rows(const std::uint16_t* a, const mxfp4::Matrix& w, std::int64_t rows, float* out) {
+  cpu_mxfp4_gemm_f32(a, w, out, rows, 64, std::min<std::int64_t>(512, w.cols));
+}
+
+}  // namespace
+
+PackedMxfp4 pack_for_gpu(const mxfp4::Matrix& w) {
+  if (w.rows % 16 != 0 || w.cols % 32 != 0) {
+    throw std::invalid_argument("pack_for_gpu: rows must be a multiple of 16 and cols of 32, got " +
+                                std::to_string(w.rows) + " x " + std::to_string(w.cols));
+  }
+  PackedMxfp4 p{w.rows, w.cols, std::vector<std::uint8_t>(w.codes.size()),
+                std::vector<std::uint8_t>(w.scales.size())};
+  const std::int64_t atoms_per_row = w.cols / 32;
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    for (std::int64_t c = 0; c < w.cols; ++c) {
+      const std::uint8_t byte = w.codes[(r * w.cols + c) / 2];
+      const std::uint8_t code = (c & 1) ? byte >> 4 : byte & 0xF;
+      const auto pos = atom_pos(static_cast<int>(r & 15), static_cast<int>(c & 31));
+      const std::int64_t atom = (r / 16) * atoms_per_row + c / 32;
+      p.codes[atom * 256 + pos.byte] |= static_cast<std::uint8_t>(code << pos.shift);
+      if (c % 32 == 0) p.scales[atom * 16 + (r & 15)] = w.scales[r * atoms_per_row + c / 32];
+    }
+  }
+  return p;
+}
+
+mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales,
+                              std::int64_t cols, std::int64_t row0, std::int64_t nrows) {
+  if (row0 % 16 != 0 || nrows % 16 != 0 || nrows <= 0 || cols % 32 != 0) {
+    throw std::invalid_argument("unpack_from_gpu: rows must be multiples of 16 and cols of 32");
+  }
+  mxfp4::Matrix w{nrows, cols, std::vector<std::uint8_t>(nrows * cols / 2),
+                  std::vector<std::uint8_t>(nrows * cols / 32)};
+  const std::int64_t atoms_per_row = cols / 32;
+  for (std::int64_t r = 0; r < nrows; ++r) {
+    const std::int64_t gr = row0 + r;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const auto pos = atom_pos(static_cast<int>(gr & 15), static_cast<int>(c & 31));
+      const std::int64_t atom = (gr / 16) * atoms_per_row + c / 32;
+      const std::uint8_t code = (codes[atom * 256 + pos.byte] >> pos.shift) & 0xF;
+      w.codes[(r * cols + c) / 2] |= static_cast<std::uint8_t>((c & 1) ? code << 4 : code);
+      if (c % 32 == 0) w.scales[r * atoms_per_row + c / 32] = scales[atom * 16 + (gr & 15)];
+    }
+  }
+  return w;
+}
+
+float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool folded) {
+  const auto pos = atom_pos(static_cast<int>(r & 15), static_cast<int>(c & 31));
+  const std::int64_t atom = (r / 16) * (w.cols / 32) + c / 32;
+  const std::uint8_t code = (w.codes[atom * 256 + pos.byte] >> pos.shift) & 0xF;
+  const std::uint8_t s = w.scales[atom * 16 + (r & 15)];
+  const std::uint16_t raw = e2m1_raw_bf16(code);
+  if (folded && (s <= 128 || s == 0xFF)) {
+    const std::uint16_t fold = s == 0xFF ? 0x7FC0 : static_cast<std::uint16_t>((s + 126) << 7);
+    return mxfp4::bf16_to_float(bf16_mul(raw, fold));
+  }
+  return mxfp4::bf16_to_float(bf16_mul(bf16_mul(raw, 0x7E80), scale_bf16(s)));
+}
+
+bool foldscale_from_env() {
+  const char* v = std::getenv("FLAGGEMS_MXFP4_FOLDSCALE");
+  if (!v || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  throw std::invalid_argument(std::string("FLAGGEMS_MXFP4_FOLDSCALE='") + v + "': expected 0 or 1");
+}
+
+CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
+                                   bool foldscale, const std::string& arch) {
+  CompileRequest req;
+  req.source = mxfp4_kernel_source();
+  req.source_name = "mxfp4_gemm.cuh";
+  req.arch = arch;
+  req.options = {"-std=c++17", "-DMOE=" + std::to_string(moe ? 1 : 0),
+                 "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
+  for (const auto& [name, value] : config.params()) {
+    req.options.push_back("-D" + name + "=" + std::to_string(value));
+  }
+  return compiler.compile(req);
+}
+
+struct Mxfp4GpuOp::Kernels {
+  KernelLibrary library;
+  cudaKernel_t gemm = nullptr, finish = nullptr;
+  int smem = 0;
+};
+
+Mxfp4GpuOp::Mxfp4GpuOp(bool foldscale, std::uint8_t scale_lo, std::uint8_t scale_hi)
+    : foldscale_(foldscale), scale_lo_(scale_lo), scale_hi_(scale_hi) {}
+
+Mxfp4GpuOp::~Mxfp4GpuOp() = default;
+
+std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
+  std::vector<Config> out;
+  auto add = [&out](std::vector<ConfigAxis> axes) {
+    for (auto& c : cartesian_product(axes)) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
+    }
+  };
+  if (kind == SpaceKind::kExpanded) {
+    add({{"BLOCK_M", {8, 16, 32, 64, 128}},
+         {"BLOCK_N", {16, 32, 64, 128, 256}},
+         {"BLOCK_K", {64, 128, 256, 512}},
+         {"WARPS", {1, 2, 4, 8}},
+         {"STAGES", {2, 3, 4, 6}},
+         {"SPLIT_K", {1, 2, 4, 8}}});
+    return out;
+  }
+  // Decode (few rows; weight-bound): one 16-row W tile per warp, deep K pipelines, split-K
+  // for more blocks in flight.
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256, 512}}, {"WARPS", {1}}, {"STAGES", {4, 6}}, {"SPLIT_K", {1, 4}}});
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {32, 64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {2}}, {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
+  // Middle and prefill: wider tiles, reuse of each dequantized W fragment over more rows.
+  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {128, 256}}, {"WARPS", {4}}, {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
+  add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+  return out;
+}
+
+bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
+  const Tiles t(config);
+  if (t.block_m % 8 || t.block_n % (16 * t.warps) || t.block_k % 32 || t.stages < 2 || t.split_k < 1) {
+    return false;
+  }
+  if (shape.n % t.block_n || shape.k % (t.block_k * t.split_k)) return false;
+  const std::int64_t accumulators = t.block_n / 16 / t.warps * (t.block_m / 8) * 4;
+  if (accumulators > 128) return false;
+  if (t.warps * 32 > device.max_threads_per_block) return false;
+  return t.smem_bytes() <= static_cast<std::int64_t>(device.smem_per_block_optin);
+}
+
+const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = config.str();
+  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
+  if (!compiler_) {
+    std::filesystem::path dir;
+    try {
+      dir = default_kernel_cache_dir();
+    } catch (const std::exception&) {
+      // No cache location: compile every time rather than fail.
+    }
+    compiler_ = std::make_unique<KernelCompiler>(dir);
+  }
+  int device = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  const DeviceInfo info = query_device(device);
+  const CompileResult compiled = compile_mxfp4_kernel(*compiler_, config, routed(), foldscale_, info.arch());
+  if (!compiled.ok) {
+    std::cerr << name() << " [" << key << "]: compile failed:\n" << compiled.log << "\n";
+    const auto nl = compiled.log.find('\n');
+    throw std::runtime_error("compile_failed: " + compiled.log.substr(0, nl));
+  }
+  auto k = std::make_unique<Kernels>(Kernels{KernelLibrary(compiled.cubin), nullptr, nullptr, 0});
+  k->gemm = k->library.kernel("mxfp4_gemm");
+  k->finish = k->library.kernel("mxfp4_splitk_finish");
+  k->smem = static_cast<int>(Tiles(config).smem_bytes());
+  TUNEBENCH_CUDA_CHECK(cudaKernelSetAttributeForDevice(k->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       k->smem, device));
+  return *(loaded_[key] = std::move(k));
+}
+
+void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y,
+                        float* yacc, int rows, int n, int k, int grid_rows, const void* tiles,
+                        const int* a_rows, const int* out_rows, cudaStream_t stream) const {
+  const Kernels& kern = kernels(config);
+  const Tiles t(config);
+  void* args[] = {&a, &wq, &ws, &y, &yacc, &rows, &n, &k, &tiles, &a_rows, &out_rows};
+  const dim3 grid(static_cast<unsigned>(n / t.block_n), static_cast<unsigned>(grid_rows),
+                  static_cast<unsigned>(t.split_k));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), grid,
+                                        dim3(static_cast<unsigned>(t.warps * 32)), args,
+                                        static_cast<std::size_t>(kern.smem), stream));
+  if (t.split_k > 1) {
+    long long count = static_cast<long long>(rows) * n;
+    void* fargs[] = {&yacc, &y, &count};
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + 255) / 256, 132 * 16));
+    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.finish), dim3(blocks),
+                                          dim3(256), fargs, 0, stream));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dense
+
+namespace {
+
+struct DenseWorkload final : Workload {
+  Shape shape;
+  PackedMxfp4 w_host;  // packed weights as generated (canonical form for the reference)
+  std::vector<std::uint16_t> x_host;
+  std::vector<DeviceWeights> copies;
+  DeviceBuffer x, y, yacc;
+  std::size_t calls = 0;
+  std::vector<float> ref;  // computed on the first check
+  std::vector<std::uint16_t> out;  // of the last check
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> Mxfp4GemmOp::prepare(const Shape& shape, std::uint64_t seed) const {
+  auto w = std::make_unique<DenseWorkload>();
+  w->shape = shape;
+  // Random codes and scales are as random in the packed layout as in the canonical one.
+  auto random = random_mxfp4(shape.n, shape.k, seed + 1, scale_lo_, scale_hi_);
+  w->w_host = PackedMxfp4{shape.n, shape.k, std::move(random.codes), std::move(random.scales)};
+  const std::size_t weight_bytes = w->w_host.codes.size() + w->w_host.scales.size();
+  const std::size_t copies = std::max<std::size_t>(1, (2 * l2_bytes() + weight_bytes - 1) / weight_bytes);
+  const auto first = upload_weights(w->w_host);
+  for (std::size_t i = 0; i < copies; ++i) {
+    DeviceWeights d{shape.n, shape.k, DeviceBuffer(weight_bytes - w->w_host.scales.size()),
+                    DeviceBuffer(w->w_host.scales.size())};
+    TUNEBENCH_CUDA_CHECK(cudaMemcpy(d.codes.get(), first->codes.get(), d.codes.bytes(), cudaMemcpyDeviceToDevice));
+    TUNEBENCH_CUDA_CHECK(cudaMemcpy(d.scales.get(), first->scales.get(), d.scales.bytes(), cudaMemcpyDeviceToDevice));
+    w->copies.push_back(std::move(d));
+  }
+  w->x_host = random_bf16(static_cast<std::size_t>(shape.m * shape.k), seed);
+  w->x = DeviceBuffer(w->x_host.size() * 2);
+  w->x.upload(w->x_host.data(), w->x_host.size() * 2);
+  w->y = DeviceBuffer(static_cast<std::size_t>(shape.m * shape.n) * 2);
+  w->yacc = DeviceBuffer(static_cast<std::size_t>(shape.m * shape.n) * 4);
+  TUNEBENCH_CUDA_CHECK(cudaMemset(w->yacc.get(), 0, w->yacc.bytes()));
+  return w;
+}
+
+void Mxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<DenseWorkload&>(work);
+  const auto& weights = w.copies[w.calls++ % w.copies.size()];
+  const Tiles t(config);
+  launch(config, w.x.get(), weights.codes.get(), weights.scales.get(), w.y.get(), w.yacc.as<float>(),
+         static_cast<int>(w.shape.m), static_cast<int>(w.shape.n), static_cast<int>(w.shape.k),
+         ceil_div(w.shape.m, t.block_m), nullptr, nullptr, nullptr, stream);
+}
+
+CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<DenseWorkload&>(work);
+  if (w.ref.empty()) {
+    const auto canonical = unpack_from_gpu(w.w_host.codes.data(), w.w_host.scales.data(), w.shape.k, 0, w.shape.n);
+    w.ref.resize(static_cast<std::size_t>(w.shape.m * w.shape.n));
+    reference_rows(w.x_host.data(), canonical, w.shape.m, w.ref.data());
+  }
+  TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y.get(), 0xFF, w.y.bytes(), stream));  // bf16 NaN
+  run(work, config, stream);
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  TUNEBENCH_CUDA_CHECK(cudaGetLastError());
+  w.out.resize(w.ref.size());
+  w.y.download(w.out.data(), w.out.size() * 2);
+  return compare(w.out, w.ref);
+}
+
+double Mxfp4GemmOp::flops(const Shape& s) const {
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+}
+
+double Mxfp4GemmOp::bytes(const Shape& s) const {
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k);
+  return 0.53125 * n * k + 2.0 * m * k + 2.0 * m * n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouped MoE
+
+namespace {
+
+constexpr int kRoutings = 8;
+
+struct Routing {
+  std::vector<int> sorted;   // pairs in expert order
+  std::vector<int> expert_count;
+  DeviceBuffer a_rows, out_rows;
+  std::map<std::int64_t, std::pair<DeviceBuffer, int>> tiles;  // by BLOCK_M: tile list, count
+};
+
+struct MoeWorkload final : Workload {
+  Shape shape;
+  bool pair_input = false;  // w2: A has one row per routed pair
+  std::int64_t rows_a = 0, pairs = 0;
+  std::shared_ptr<DeviceWeights> w;
+  std::vector<std::uint16_t> a_host;
+  DeviceBuffer a, y, yacc;
+  std::vector<Routing> routings;
+  std::size_t calls = 0;
+  std::vector<float> ref;  // routing 0
+  std::vector<std::uint16_t> out;  // of the last check
+};
+
+// Weights of all experts of one geometry stay on the device for the whole run: regenerating
+// gigabytes per benchmark would dominate it.
+std::mutex g_weights_mutex;
+std::map<std::tuple<std::int64_t, std::int64_t, std::uint64_t, int, int>, std::shared_ptr<DeviceWeights>> g_weights;
+
+std::shared_ptr<DeviceWeights> moe_weights(const Shape& s, std::uint64_t seed, std::uint8_t lo, std::uint8_t hi) {
+  int device = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_weights_mutex);
+  auto key = std::make_tuple(s.experts * s.n, s.k, seed, int(lo) << 8 | hi, device);
+  auto& slot = g_weights[key];
+  if (!slot) {
+    auto random = random_mxfp4(s.experts * s.n, s.k, seed + 1, lo, hi);
+    slot = upload_weights(PackedMxfp4{s.experts * s.n, s.k, std::move(random.codes), std::move(random.scales)});
+  }
+  return slot;
+}
+
+Routing make_routing(const Shape& s, bool pair_input, std::uint64_t seed) {
+  Rng rng{seed * 0xD1B54A32D192ED03ull + 11};
+  const std::int64_t pairs = s.m * s.top_k;
+  std::vector<int> expert_of(static_cast<std::size_t>(pairs));
+  std::vector<int> perm(static_cast<std::size_t>(s.experts));
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t e = 0; e < s.experts; ++e) perm[e] = static_cast<int>(e);
+    for (std::int64_t j = 0; j < s.top_k; ++j) {  // partial Fisher-Yates: distinct experts
+      const auto pick = j + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(s.experts - j)));
+      std::swap(perm[j], perm[pick]);
+      expert_of[i * s.top_k + j] = perm[j];
+    }
+  }
+  Routing r;
+  r.expert_count.assign(static_cast<std::size_t>(s.experts), 0);
+  for (int e : expert_of) ++r.expert_count[e];
+  std::vector<int> offset(static_cast<std::size_t>(s.experts) + 1, 0);
+  for (std::int64_t e = 0; e < s.experts; ++e) offset[e + 1] = offset[e] + r.expert_count[e];
+  r.sorted.resize(static_cast<std::size_t>(pairs));
+  for (std::int64_t p = 0; p < pairs; ++p) r.sorted[offset[expert_of[p]]++] = static_cast<int>(p);
+  std::vector<int> a_rows(r.sorted.size());
+  for (std::size_t i = 0; i < a_rows.size(); ++i) {
+    a_rows[i] = pair_input ? r.sorted[i] : r.sorted[i] / static_cast<int>(s.top_k);
+  }
+  r.a_rows = DeviceBuffer(a_rows.size() * sizeof(int));
+  r.a_rows.upload(a_rows.data(), a_rows.size() * sizeof(int));
+  r.out_rows = DeviceBuffer(r.sorted.size() * sizeof(int));
+  r.out_rows.upload(r.sorted.data(), r.sorted.size() * sizeof(int));
+  return r;
+}
+
+// One tile per BLOCK_M run of an expert's pairs: {expert, first sorted pair, count, 0}.
+std::pair<DeviceBuffer, int>& tiles_for(Routing& r, std::int64_t block_m) {
+  auto it = r.tiles.find(block_m);
+  if (it != r.tiles.end()) return it->second;
+  std::vector<int> tiles;
+  int start = 0;
+  for (std::size_t e = 0; e < r.expert_count.size(); ++e) {
+    for (int i = 0; i < r.expert_count[e]; i += static_cast<int>(block_m)) {
+      tiles.insert(tiles.end(), {static_cast<int>(e), start + i,
+                                 std::min(static_cast<int>(block_m), r.expert_count[e] - i), 0});
+    }
+    start += r.expert_count[e];
+  }
+  DeviceBuffer buf(tiles.size() * sizeof(int));
+  buf.upload(tiles.data(), tiles.size() * sizeof(int));
+  return r.tiles[block_m] = {std::move(buf), static_cast<int>(tiles.size() / 4)};
+}
+
+}  // namespace
+
+bool Mxfp4MoeOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
+  return Mxfp4GpuOp::can_implement(config, shape, device) && shape.m * shape.top_k < (1LL << 31);
+}
+
+std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t seed) const {
+  auto w = std::make_unique<MoeWorkload>();
+  w->shape = shape;
+  w->pair_input = shape.gemm != "w13";
+  w->pairs = shape.m * shape.top_k;
+  w->rows_a = w->pair_input ? w->pairs : shape.m;
+  w->w = moe_weights(shape, seed, scale_lo_, scale_hi_);
+  w->a_host = random_bf16(static_cast<std::size_t>(w->rows_a * shape.k), seed);
+  w->a = DeviceBuffer(w->a_host.size() * 2);
+  w->a.upload(w->a_host.data(), w->a_host.size() * 2);
+  w->y = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 2);
+  w->yacc = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 4);
+  TUNEBENCH_CUDA_CHECK(cudaMemset(w->yacc.get(), 0, w->yacc.bytes()));
+  for (int i = 0; i < kRoutings; ++i) w->routings.push_back(make_routing(shape, w->pair_input, seed + 1000 + i));
+  return w;
+}
+
+void Mxfp4MoeOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<MoeWorkload&>(work);
+  // Tile lists for every routing on the first run of a BLOCK_M, so later runs (in a captured
+  // CUDA graph, say) never allocate.
+  for (auto& routing : w.routings) tiles_for(routing, config.get("BLOCK_M"));
+  auto& r = w.routings[w.calls++ % w.routings.size()];
+  auto& [tiles, count] = tiles_for(r, config.get("BLOCK_M"));
+  launch(config, w.a.get(), w.w->codes.get(), w.w->scales.get(), w.y.get(), w.yacc.as<float>(),
+         static_cast<int>(w.pairs), static_cast<int>(w.shape.n), static_cast<int>(w.shape.k), count, tiles.get(),
+         r.a_rows.as<int>(), r.out_rows.as<int>(), stream);
+}
+
+CheckResult Mxfp4MoeOp::check(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<MoeWorkload&>(work);
+  const Shape& s = w.shape;
+  Routing& r = w.routings[0];
+  if (w.ref.empty()) {
+    w.ref.assign(static_cast<std::size_t>(w.pairs * s.n), 0.0f);
+    const std::size_t expert_codes = static_cast<std::size_t>(s.n * s.k / 2), expert_scales = expert_codes / 16;
+    std::vector<std::uint8_t> codes(expert_codes), scales(expert_scales);
+    std::size_t start = 0;
+    for (std::int64_t e = 0; e < s.experts; ++e) {
+      const int count = r.expert_count[e];
+      if (count == 0) continue;
+      TUNEBENCH_CUDA_CHECK(cudaMemcpy(codes.data(), w.w->codes.as<std::uint8_t>() + e * expert_codes, expert_codes,
+                                      cudaMemcpyDeviceToHost));
+      TUNEBENCH_CUDA_CHECK(cudaMemcpy(scales.data(), w.w->scales.as<std::uint8_t>() + e * expert_scales,
+                                      expert_scales, cudaMemcpyDeviceToHost));
+      const auto canonical = unpack_from_gpu(codes.data(), scales.data(), s.k, 0, s.n);
+      std::vector<std::uint16_t> rows(static_cast<std::size_t>(count * s.k));
+      for (int i = 0; i < count; ++i) {
+        const int p = r.sorted[start + i];
+        const std::int64_t src = w.pair_input ? p : p / s.top_k;
+        std::copy_n(w.a_host.data() + src * s.k, s.k, rows.data() + i * s.k);
+      }
+      std::vector<float> out(static_cast<std::size_t>(count * s.n));
+      reference_rows(rows.data(), canonical, count, out.data());
+      for (int i = 0; i < count; ++i) {
+        std::copy_n(out.data() + i * s.n, s.n, w.ref.data() + static_cast<std::int64_t>(r.sorted[start + i]) * s.n);
+      }
+      start += count;
+    }
+  }
+  TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y.get(), 0xFF, w.y.bytes(), stream));
+  auto& [tiles, count] = tiles_for(r, config.get("BLOCK_M"));
+  launch(config, w.a.get(), w.w->codes.get(), w.w->scales.get(), w.y.get(), w.yacc.as<float>(),
+         static_cast<int>(w.pairs), static_cast<int>(s.n), static_cast<int>(s.k), count, tiles.get(),
+         r.a_rows.as<int>(), r.out_rows.as<int>(), stream);
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  TUNEBENCH_CUDA_CHECK(cudaGetLastError());
+  w.out.resize(w.ref.size());
+  w.y.download(w.out.data(), w.out.size() * 2);
+  return compare(w.out, w.ref);
+}
+
+std::vector<std::uint16_t> last_output(const Workload& work) {
+  if (auto* d = dynamic_cast<const DenseWorkload*>(&work)) return d->out;
+  if (auto* m = dynamic_cast<const MoeWorkload*>(&work)) return m->out;
+  throw std::invalid_argument("last_output: not an MXFP4 op's workload");
+}
+
+double Mxfp4MoeOp::flops(const Shape& s) const {
+  return 2.0 * static_cast<double>(s.m * s.top_k) * static_cast<double>(s.n) * static_cast<double>(s.k);
+}
+
+double Mxfp4MoeOp::bytes(const Shape& s) const {
+  const double e = static_cast<double>(s.experts);
+  const double active = e * (1.0 - std::pow(1.0 - static_cast<double>(s.top_k) / e, static_cast<double>(s.m)));
+  const double pairs = static_cast<double>(s.m * s.top_k);
+  const double rows_a = s.gemm == "w13" ? static_cast<double>(s.m) : pairs;
+  const double n = static_cast<double>(s.n), k = static_cast<double>(s.k);
+  return active * 0.53125 * n * k + 2.0 * rows_a * k + 2.0 * pairs * n;
+}
+
+}  // namespace tunebench::bench

@@ -1,0 +1,142 @@
+#pragma once
+// The MXFP4 GPU ops: mxfp4_gemm (dense) and mxfp4_moe (grouped routed experts), one CUDA
+// kernel (bench/kernels/mxfp4_gemm.cuh) compiled per config with NVRTC.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mxfp4.hpp"
+#include "tunebench/nvrtc.hpp"
+#include "tunebench/op.hpp"
+
+namespace tunebench::bench {
+
+/// MXFP4 weights in the kernel's layout. For a matrix W[rows, cols] (rows a multiple of 16,
+/// cols of 32), 16 x 32 atoms in row-major atom order [rows/16][cols/32]:
+///   codes: 256 bytes per atom: lane l (g = l/4, t = l%4) owns bytes 8l..8l+7, two 32-bit
+///     words for the atom's two k16 steps; in word w, register j (0..3) of the mma.m16n8k16
+///     A fragment is row g + 8*(j&1), columns 16w + 2t + 8*(j>>1) (+0 in nibble 3-j, +1 in
+///     nibble 7-j; nibble p is bits 4p..4p+3 of the little-endian word);
+///   scales: 16 bytes per atom, byte r the E8M0 scale of row 16*atom_row + r.
+/// Register and fragment layout: PTX ISA, "Matrix Fragments for mma.m16n8k16".
+struct PackedMxfp4 {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<std::uint8_t> codes;   ///< rows * cols / 2 bytes
+  std::vector<std::uint8_t> scales;  ///< rows * cols / 32 bytes
+};
+
+/// Canonical (bench/mxfp4.hpp) to kernel layout. Throws std::invalid_argument unless rows % 16
+/// == 0 and cols % 32 == 0.
+PackedMxfp4 pack_for_gpu(const mxfp4::Matrix& w);
+/// Kernel layout to canonical, for rows [row0, row0 + nrows) (multiples of 16) of `codes` /
+/// `scales` laid out for a matrix of `cols` columns.
+mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales,
+                              std::int64_t cols, std::int64_t row0, std::int64_t nrows);
+
+/// The value the kernel computes for element (r, c) of packed weights, decoded on the host the
+/// way the kernel decodes its fragments (bit placement, 2^126 correction, scale; `folded`
+/// multiplies by the folded scale instead). For tests of the layout and of FOLDSCALE.
+float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool folded);
+
+/// The embedded kernel source (bench/kernels/mxfp4_gemm.cuh).
+const std::string& mxfp4_kernel_source();
+
+/// Compiles the kernel for `config` (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K), dense
+/// or grouped, with FOLDSCALE on or off, for `arch` (e.g. "sm_90"). Never throws for a config
+/// that fails to compile: the result carries ok == false and the log.
+CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
+                                   bool foldscale, const std::string& arch);
+
+/// FLAGGEMS_MXFP4_FOLDSCALE: "0" or unset -> false, "1" -> true; anything else throws
+/// std::invalid_argument naming the variable and the accepted values.
+bool foldscale_from_env();
+
+/// The output (BF16 bits) of the last check() on a workload of either MXFP4 op, for tests that
+/// compare variants bit for bit. Throws std::invalid_argument for other workloads.
+std::vector<std::uint16_t> last_output(const Workload& work);
+
+/// Shared machinery of the two MXFP4 GPU ops (config space, can_implement, compilation).
+class Mxfp4GpuOp : public Op {
+ public:
+  /// `foldscale` selects the fold-scale dequant variant (compiled in; not part of the config,
+  /// so both variants can run identical configs). Weights get E8M0 scales uniform in
+  /// [scale_lo, scale_hi] (default 115..128: 2^-12..2^1, where trained weights sit).
+  Mxfp4GpuOp(bool foldscale, std::uint8_t scale_lo, std::uint8_t scale_hi);
+  ~Mxfp4GpuOp() override;
+
+  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
+  bool needs_gpu() const override { return true; }
+  /// Default (40 configs, see the .cpp): decode tiles (BLOCK_M 8, one 16-row W tile per warp,
+  /// deep pipelines, split-K 1 or 4), middle tiles (BLOCK_M 32/64) and prefill tiles (BLOCK_M
+  /// 128, 8 warps). Expanded: BLOCK_M {8..128} x BLOCK_N {16..256} x BLOCK_K {64..512} x WARPS
+  /// {1, 2, 4, 8} x STAGES {2, 3, 4, 6} x SPLIT_K {1, 2, 4, 8}, filtered by can_implement.
+  std::vector<Config> config_space(SpaceKind kind) const override;
+  /// N % BLOCK_N == 0, BLOCK_N % (16 * WARPS) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128
+  /// fp32 accumulators per thread, STAGES x stage bytes within the device's opt-in shared
+  /// memory, WARPS * 32 threads within its block limit.
+  bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
+
+  bool foldscale() const { return foldscale_; }
+
+ protected:
+  struct Kernels;
+  /// The loaded kernels for `config` on the current device, compiled on first use. Throws
+  /// std::runtime_error with the first line of the compiler log if it does not compile.
+  const Kernels& kernels(const Config& config) const;
+  /// Enqueues the GEMM (and the split-K finish) on `stream`.
+  void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,
+              int rows, int n, int k, int grid_rows, const void* tiles, const int* a_rows,
+              const int* out_rows, cudaStream_t stream) const;
+
+  bool foldscale_;
+  std::uint8_t scale_lo_, scale_hi_;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::unique_ptr<Kernels>> loaded_;
+  mutable std::unique_ptr<KernelCompiler> compiler_;
+};
+
+/// mxfp4_gemm: Y[M,N] (bf16) = X[M,K] (bf16) . dequant(W)[N,K]^T, W in MXFP4, fp32
+/// accumulation. Weights are cold as in serving: the workload holds enough copies of W to
+/// exceed 2x L2 and each run uses the next. flops = 2*M*N*K; bytes = 0.53125*N*K + 2*M*K +
+/// 2*M*N (docs: roofline of an MXFP4-weight GEMM). check() compares with cpu_mxfp4_gemm.
+class Mxfp4GemmOp final : public Mxfp4GpuOp {
+ public:
+  explicit Mxfp4GemmOp(bool foldscale, std::uint8_t scale_lo = 115, std::uint8_t scale_hi = 128)
+      : Mxfp4GpuOp(foldscale, scale_lo, scale_hi) {}
+  std::string name() const override { return "mxfp4_gemm"; }
+  std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
+  void run(Workload& work, const Config& config, cudaStream_t stream) const override;
+  CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
+  double flops(const Shape& shape) const override;
+  double bytes(const Shape& shape) const override;
+};
+
+/// mxfp4_moe: the routed-expert grouped GEMM of one MoE layer. M tokens are routed top_k over
+/// E experts (uniformly, distinct experts per token, from the seed); for every routed pair
+/// p = token * top_k + slot with expert e, Y[p, :] = A[row(p), :] . dequant(W_e)^T, where for
+/// the w13 geometry (gemm name "w13") A = X[M, K] and row(p) = token, and otherwise (w2)
+/// A = H[M * top_k, K] and row(p) = p. All E experts' weights live on the device; runs cycle
+/// through 8 routings so that small batches do not find their experts in L2.
+/// flops = 2*M*top_k*N*K; bytes = E_active*0.53125*N*K + 2*rows(A)*K + 2*M*top_k*N with
+/// E_active = E*(1 - (1 - top_k/E)^M), the expected number of distinct experts hit.
+class Mxfp4MoeOp final : public Mxfp4GpuOp {
+ public:
+  explicit Mxfp4MoeOp(bool foldscale, std::uint8_t scale_lo = 115, std::uint8_t scale_hi = 128)
+      : Mxfp4GpuOp(foldscale, scale_lo, scale_hi) {}
+  std::string name() const override { return "mxfp4_moe"; }
+  bool routed() const override { return true; }
+  bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
+  std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
+  void run(Workload& work, const Config& config, cudaStream_t stream) const override;
+  CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
+  double flops(const Shape& shape) const override;
+  double bytes(const Shape& shape) const override;
+};
+
+}  // namespace tunebench::bench

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "mxfp4_gpu.hpp"
+#include "tunebench/device.hpp"
+#include "tunebench/shape.hpp"
+
+namespace {
+
+using tunebench::Config;
+using tunebench::Shape;
+
+// BF16 output: each element carries ~2^-9 relative rounding; the norm-wise error of a correct
+// kernel sits near 2e-3, a wrong one at >= 1e-1.
+constexpr double kTolerance = 1e-2;
+
+// Scales 2^-27 .. 2^13: wider than trained weights, so that FOLDSCALE's fallback path for
+// scales above 2 (E8M0 > 128) runs too.
+constexpr std::uint8_t kScaleLo = 100, kScaleHi = 140;
+
+class GpuMxfp4 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto probe = tunebench::probe_gpus();
+    if (!probe.available()) GTEST_SKIP() << "no CUDA device: " << probe.reason;
+    device_ = tunebench::query_device(0);
+    stream_ = std::make_unique<tunebench::Stream>();
+  }
+
+  // Every default config that can run `shape` passes the check; returns how many ran.
+  int check_all(const tunebench::bench::Mxfp4GpuOp& op, const Shape& shape) {
+    auto work = op.prepare(shape, 1234);
+    int ran = 0;
+    for (const auto& config : op.config_space(tunebench::SpaceKind::kDefault)) {
+      if (!op.can_implement(config, shape, device_)) continue;
+      const auto r = op.check(*work, config, stream_->get());
+      EXPECT_TRUE(r.passed(kTolerance)) << op.name() << " " << shape.set << " " << shape.gemm << " M=" << shape.m
+                                        << " [" << config.str() << "] rel_error " << r.rel_error
+                                        << (r.all_finite ? "" : " NON-FINITE");
+      ++ran;
+    }
+    EXPECT_GT(ran, 0) << shape.set << " " << shape.gemm;
+    return ran;
+  }
+
+  tunebench::DeviceInfo device_;
+  std::unique_ptr<tunebench::Stream> stream_;
+};
+
+// A decode and a prefill shape of each shipped set, both GEMMs.
+std::vector<Shape> shapes_to_check() {
+  std::vector<Shape> out;
+  for (const auto& set : tunebench::load_shape_path(TUNEBENCH_SHAPE_DIR)) {
+    const std::int64_t m = set.name.find("prefill") != std::string::npos ? 512 : 8;
+    for (const auto& s : set.shapes) {
+      if (s.m == m) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
+  const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);
+  const auto shapes = shapes_to_check();
+  ASSERT_EQ(shapes.size(), 8u);
+  for (const auto& s : shapes) check_all(op, s);
+  Shape odd = shapes[0];
+  odd.m = 37;  // rows not a multiple of any BLOCK_M
+  check_all(op, odd);
+}
+
+TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {
+  const tunebench::bench::Mxfp4MoeOp op(false, kScaleLo, kScaleHi);
+  for (const auto& s : shapes_to_check()) check_all(op, s);
+}
+
+TEST_F(GpuMxfp4, FoldScaleIsCorrectAndBitIdentical) {
+  for (bool moe : {false, true}) {
+    std::unique_ptr<tunebench::bench::Mxfp4GpuOp> plain, folded;
+    if (moe) {
+      plain = std::make_unique<tunebench::bench::Mxfp4MoeOp>(false, kScaleLo, kScaleHi);
+      folded = std::make_unique<tunebench::bench::Mxfp4MoeOp>(true, kScaleLo, kScaleHi);
+    } else {
+      plain = std::make_unique<tunebench::bench::Mxfp4GemmOp>(false, kScaleLo, kScaleHi);
+      folded = std::make_unique<tunebench::bench::Mxfp4GemmOp>(true, kScaleLo, kScaleHi);
+    }
+    for (const auto& s : shapes_to_check()) {
+      if (s.set != "dsv4f_decode_tp4" && s.set != "dsv4f_prefill_ep") continue;
+      check_all(*folded, s);
+      // Same seed, same weights and inputs; split-K 1 so no atomics reorder the sums.
+      auto a = plain->prepare(s, 99);
+      auto b = folded->prepare(s, 99);
+      for (const auto& config : plain->config_space(tunebench::SpaceKind::kDefault)) {
+        if (config.get("SPLIT_K") != 1 || !plain->can_implement(config, s, device_)) continue;
+        std::vector<std::uint16_t> ya, yb;
+        for (auto [op, work, out] : {std::tuple{plain.get(), a.get(), &ya}, std::tuple{folded.get(), b.get(), &yb}}) {
+          ASSERT_TRUE(op->check(*work, config, stream_->get()).passed(kTolerance));
+          *out = tunebench::bench::last_output(*work);
+        }
+        ASSERT_EQ(ya.size(), yb.size());
+        EXPECT_EQ(std::memcmp(ya.data(), yb.data(), ya.size() * 2), 0)
+            << (moe ? "moe " : "dense ") << s.set << " " << s.gemm << " [" << config.str() << "]";
+      }
+    }
+  }
+}

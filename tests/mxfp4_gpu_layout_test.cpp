@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "inputs.hpp"
+#include "mxfp4_gpu.hpp"
+
+namespace mx = tunebench::mxfp4;
+using tunebench::bench::kernel_decode;
+using tunebench::bench::pack_for_gpu;
+using tunebench::bench::unpack_from_gpu;
+
+namespace {
+
+std::uint32_t bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace
+
+TEST(Mxfp4GpuLayout, PackUnpackRoundTrips) {
+  const auto w = tunebench::bench::random_mxfp4(48, 96, 3, 0, 254);
+  const auto p = pack_for_gpu(w);
+  EXPECT_NE(p.codes, w.codes);  // the layout really moves codes
+  const auto back = unpack_from_gpu(p.codes.data(), p.scales.data(), 96, 0, 48);
+  EXPECT_EQ(back.codes, w.codes);
+  EXPECT_EQ(back.scales, w.scales);
+  const auto rows = unpack_from_gpu(p.codes.data(), p.scales.data(), 96, 16, 32);
+  EXPECT_TRUE(std::equal(rows.codes.begin(), rows.codes.end(), w.codes.begin() + 16 * 96 / 2));
+  EXPECT_THROW(pack_for_gpu(tunebench::bench::random_mxfp4(8, 32, 1, 127, 127)), std::invalid_argument);
+}
+
+// The kernel's bit placement, 2^126 correction and scale multiply give exactly the OCP value of
+// every element, for every code and every scale, NaN scale and subnormal results included;
+// and the folded decode (FOLDSCALE=1) is bit identical to the unfolded one.
+TEST(Mxfp4GpuLayout, KernelDecodeIsExactAndFoldScaleIsBitIdentical) {
+  mx::Matrix w{16, 32 * 256, std::vector<std::uint8_t>(16 * 32 * 256 / 2),
+               std::vector<std::uint8_t>(16 * 256)};
+  for (std::int64_t r = 0; r < 16; ++r) {
+    for (std::int64_t c = 0; c < w.cols; c += 2) {
+      w.codes[(r * w.cols + c) / 2] = static_cast<std::uint8_t>((c / 2 + r) & 0xFF);  // all pairs
+    }
+    for (std::int64_t b = 0; b < 256; ++b) w.scales[r * 256 + b] = static_cast<std::uint8_t>((b + r) & 0xFF);
+  }
+  const auto p = pack_for_gpu(w);
+  std::vector<float> ref(static_cast<std::size_t>(16 * w.cols));
+  mx::dequantize(w, 0, 16, 0, w.cols, ref.data(), w.cols);
+  for (std::int64_t r = 0; r < 16; ++r) {
+    for (std::int64_t c = 0; c < w.cols; ++c) {
+      const float expect = ref[r * w.cols + c];
+      const float plain = kernel_decode(p, r, c, false);
+      const float folded = kernel_decode(p, r, c, true);
+      if (std::isnan(expect)) {
+        EXPECT_TRUE(std::isnan(plain) && std::isnan(folded)) << r << "," << c;
+        continue;
+      }
+      ASSERT_EQ(bits(plain), bits(expect)) << "row " << r << " col " << c;
+      ASSERT_EQ(bits(folded), bits(plain)) << "row " << r << " col " << c;
+    }
+  }
+}
+
+TEST(Mxfp4GpuOps, FoldScaleSwitchIsReadStrictly) {
+  ::unsetenv("FLAGGEMS_MXFP4_FOLDSCALE");
+  EXPECT_FALSE(tunebench::bench::foldscale_from_env());
+  ::setenv("FLAGGEMS_MXFP4_FOLDSCALE", "1", 1);
+  EXPECT_TRUE(tunebench::bench::foldscale_from_env());
+  ::setenv("FLAGGEMS_MXFP4_FOLDSCALE", "yes", 1);
+  try {
+    tunebench::bench::foldscale_from_env();
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "FLAGGEMS_MXFP4_FOLDSCALE='yes': expected 0 or 1");
+  }
+  ::unsetenv("FLAGGEMS_MXFP4_FOLDSCALE");
+}
+
+TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
+  const tunebench::bench::Mxfp4GemmOp op(false);
+  const auto dev = tunebench::sm90_reference_device();
+  const tunebench::Shape w2tp4{"s", "w2", 8, 4096, 512, 256, 6, std::nullopt};
+  const tunebench::Config ok{{"BLOCK_M", 8}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 4}, {"STAGES", 3}, {"SPLIT_K", 4}};
+  EXPECT_TRUE(op.can_implement(ok, w2tp4, dev));
+  auto with = [&](const char* name, std::int64_t v) {
+    std::vector<tunebench::Config::Param> p = ok.params();
+    for (auto& kv : p) {
+      if (kv.first == name) kv.second = v;
+    }
+    return tunebench::Config(p);
+  };
+  EXPECT_FALSE(op.can_implement(with("SPLIT_K", 8), w2tp4, dev));    // 512 % (128 * 8)
+  EXPECT_FALSE(op.can_implement(with("BLOCK_N", 96), w2tp4, dev));   // not 16 * WARPS
+  EXPECT_FALSE(op.can_implement(with("BLOCK_M", 512), w2tp4, dev));  // accumulators
+  tunebench::DeviceInfo small = dev;
+  small.smem_per_block_optin = 16 * 1024;
+  EXPECT_FALSE(op.can_implement(ok, w2tp4, small));
+  // Every default-space shape of the shipped sets has at least one config.
+  for (auto m : {1, 16384}) {
+    for (auto nk : {std::pair{4096, 4096}, {4096, 2048}, {1024, 4096}, {4096, 512}}) {
+      const tunebench::Shape s{"s", "w13", m, nk.first, nk.second, 256, 6, std::nullopt};
+      EXPECT_NO_THROW(op.default_config(s, dev)) << nk.first << "x" << nk.second;
+    }
+  }
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const tunebench::Shape s{"dsv4f_decode_ep", "w13", 8, 4096, 4096, 256, 6, std::nullopt};
+  EXPECT_DOUBLE_EQ(moe.flops(s), 2.0 * 8 * 6 * 4096 * 4096);
+  const double active = 256 * (1 - std::pow(250.0 / 256, 8));  // ~44 experts (reference table)
+  EXPECT_NEAR(active, 44.24, 0.01);
+  EXPECT_DOUBLE_EQ(moe.bytes(s), active * 0.53125 * 4096 * 4096 + 2.0 * 8 * 4096 + 2.0 * 48 * 4096);
+}

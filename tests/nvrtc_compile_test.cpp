@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <iostream>
+#include <mutex>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mxfp4_gpu.hpp"
+
+namespace fs = std::filesystem;
+using tunebench::KernelCompiler;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("tunebench_nvrtc_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+// Compiles `configs` x {dense, MoE} x {FOLDSCALE 0, 1} for sm_90 on every core; returns the
+// failures as "variant config: first log line".
+std::vector<std::string> compile_all(const KernelCompiler& compiler, const std::vector<tunebench::Config>& configs) {
+  struct Job {
+    const tunebench::Config* config;
+    bool moe, fold;
+  };
+  std::vector<Job> jobs;
+  for (const auto& c : configs) {
+    for (bool moe : {false, true}) {
+      for (bool fold : {false, true}) jobs.push_back({&c, moe, fold});
+    }
+  }
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i; (i = next++) < jobs.size();) {
+        const auto& j = jobs[i];
+        const auto r = tunebench::bench::compile_mxfp4_kernel(compiler, *j.config, j.moe, j.fold, "sm_90");
+        if (!r.ok || r.cubin.empty()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          failures.push_back(std::string(j.moe ? "moe" : "dense") + (j.fold ? " fold " : " ") +
+                             j.config->str() + ": " + r.log.substr(0, r.log.find('\n')));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return failures;
+}
+
+}  // namespace
+
+TEST(NvrtcCompile, EveryDefaultConfigCompilesForSm90AndIsCached) {
+  const auto dir = scratch("default");
+  const KernelCompiler compiler(dir);
+  const tunebench::bench::Mxfp4GemmOp op(false);
+  const auto configs = op.config_space(tunebench::SpaceKind::kDefault);
+  ASSERT_GE(configs.size(), 20u);
+  const auto failures = compile_all(compiler, configs);
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".cubin";
+  EXPECT_EQ(files, configs.size() * 4);  // distinct keys for dense/MoE and both FOLDSCALE variants
+
+  const auto again = tunebench::bench::compile_mxfp4_kernel(compiler, configs[0], false, false, "sm_90");
+  EXPECT_TRUE(again.ok);
+  EXPECT_TRUE(again.from_cache);
+  const auto fold = tunebench::bench::compile_mxfp4_kernel(compiler, configs[0], false, true, "sm_90");
+  EXPECT_NE(fold.key, again.key);
+  fs::remove_all(dir);
+}
+
+TEST(NvrtcCompile, FailureIsReportedWithTheLogAndNotCached) {
+  const auto dir = scratch("bad");
+  const KernelCompiler compiler(dir);
+  const auto r = compiler.compile({"extern \"C\" __global__ void k() { undeclared(); }", "bad.cu", {}, "sm_90"});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("undeclared"), std::string::npos) << r.log;
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+TEST(NvrtcCompile, ATornOrForeignCacheFileIsRecompiledNotLoaded) {
+  const auto dir = scratch("torn");
+  const KernelCompiler compiler(dir);
+  const tunebench::CompileRequest req{"extern \"C\" __global__ void k(int* p) { *p = 1; }", "k.cu", {}, "sm_90"};
+  const auto first = compiler.compile(req);
+  ASSERT_TRUE(first.ok);
+  const auto file = dir / (first.key + ".cubin");
+  fs::resize_file(file, 40);  // torn: shorter than its key header
+  const auto second = compiler.compile(req);
+  EXPECT_TRUE(second.ok);
+  EXPECT_FALSE(second.from_cache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_TRUE(compiler.compile(req).from_cache);
+  fs::remove_all(dir);
+}
+
+// Opt-in (CTest label "expanded"): every config of the expanded space that some shipped shape
+// can use on an sm_90 device, in all four variants (about 2000 compilations).
+TEST(NvrtcCompileExpanded, EveryExpandedConfigCompilesForSm90) {
+  if (!std::getenv("TUNEBENCH_EXPANDED")) GTEST_SKIP() << "set TUNEBENCH_EXPANDED=1 (ctest -L expanded)";
+  const KernelCompiler compiler(fs::path{});
+  const tunebench::bench::Mxfp4GemmOp op(false);
+  const auto dev = tunebench::sm90_reference_device();
+  std::vector<tunebench::Config> usable;
+  for (const auto& c : op.config_space(tunebench::SpaceKind::kExpanded)) {
+    for (auto nk : {std::pair{4096, 4096}, {4096, 2048}, {1024, 4096}, {4096, 512}}) {
+      if (op.can_implement(c, {"s", "w", 1, nk.first, nk.second, 256, 6, std::nullopt}, dev)) {
+        usable.push_back(c);
+        break;
+      }
+    }
+  }
+  std::cout << usable.size() << " usable expanded configs\n";
+  ASSERT_GE(usable.size(), 100u);
+  const auto failures = compile_all(compiler, usable);
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+}
