@@ -99,7 +99,9 @@ std::vector<Config> CpuMxfp4GemmOp::config_space(SpaceKind kind) const {
 }
 
 bool CpuMxfp4GemmOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo&) const {
-  return config.get("BLOCK_N") <= shape.n && config.get("BLOCK_K") <= shape.k;
+  // A tile larger than the problem is clipped to it, so it would only repeat a smaller config.
+  return config.get("BLOCK_N") <= std::max<std::int64_t>(shape.n, 16) &&
+         config.get("BLOCK_K") <= std::max<std::int64_t>(shape.k, 128);
 }
 
 std::unique_ptr<Workload> CpuMxfp4GemmOp::prepare(const Shape& shape, std::uint64_t seed) const {

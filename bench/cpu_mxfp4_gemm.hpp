@@ -44,7 +44,8 @@ class CpuMxfp4GemmOp final : public Op {
   benchmark::TimeUnit time_unit() const override { return benchmark::kMillisecond; }
   bool needs_gpu() const override { return false; }
   std::vector<Config> config_space(SpaceKind kind) const override;
-  /// Tiles no larger than the problem: BLOCK_N <= N, BLOCK_K <= K.
+  /// Tiles no larger than the problem (BLOCK_N <= N, BLOCK_K <= K), except the smallest tile of
+  /// the default space, which runs any shape (clipped), so every valid shape has a config.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;

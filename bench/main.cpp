@@ -9,10 +9,16 @@
 
 namespace {
 
-// The source tree's runs/shape when run from a build tree, else the installed copy.
+// An installed bench (PREFIX/bin/bench) reads PREFIX/share/tunebench/shape, found from its own
+// location so that any --prefix works; a bench in the build tree reads the source tree's.
 std::filesystem::path default_shapes() {
-  const std::filesystem::path source = TUNEBENCH_SOURCE_SHAPES;
-  return std::filesystem::exists(source) ? source : std::filesystem::path(TUNEBENCH_INSTALLED_SHAPES);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "tunebench" / "shape";
+    if (std::filesystem::is_directory(installed, ec)) return installed;
+  }
+  return TUNEBENCH_SOURCE_SHAPES;
 }
 
 }  // namespace

@@ -14,12 +14,16 @@ unset TUNEBENCH_SHAPES TUNEBENCH_SEED
 "$bench" --benchmark_list_tests >"$work/list1"
 "$bench" --benchmark_list_tests --tunebench_seed=7 --benchmark_min_time=0.01 --benchmark_repetitions=3 >"$work/list2"
 cmp -s "$work/list1" "$work/list2" || fail "benchmark names changed with flags"
-[ "$(wc -l <"$work/list1")" -eq 60 ] || fail "expected 60 families (1 op x (2 x 9 decode + 2 x 6 prefill) x 2 sets), got $(wc -l <"$work/list1")"
-grep -qx 'cpu_mxfp4_gemm/dsv4f_prefill_tp4/M:16384/N:4096/K:512/manual_time' "$work/list1" || fail "missing prefill TP4 family"
+# 4 ops x 60 shapes (2 GEMMs x (9 decode + 6 prefill) x 2 sets), on every machine.
+[ "$(wc -l <"$work/list1")" -eq 240 ] || fail "expected 240 families, got $(wc -l <"$work/list1")"
+for name in cpu_mxfp4_gemm/dsv4f_prefill_tp4/M:16384/N:4096/K:512 mxfp4_gemm/dsv4f_decode_ep/M:8/N:4096/K:4096 \
+            mxfp4_moe/dsv4f_decode_ep/M:8/N:4096/K:4096/E:256/topk:6 bf16_gemm/dsv4f_prefill_ep/M:512/N:4096/K:2048; do
+  grep -qx "$name/manual_time" "$work/list1" || fail "missing family $name"
+done
 
 # Two runs to JSON; compare.py pairs them by name and runs its U test over the repetitions.
 for run in a b; do
-  "$bench" --tunebench_shapes="$tiny" --benchmark_filter=mxfp4 --benchmark_min_time=0.01 \
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 \
     --benchmark_repetitions=9 --benchmark_out="$work/$run.json" --benchmark_out_format=json \
     >"$work/$run.console" 2>"$work/$run.err" || fail "bench run $run exited $?: $(cat "$work/$run.err")"
 done
@@ -54,6 +58,45 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   grep -q 'GPU families skipped' "$work/default.err" || fail "no-GPU line does not say what was skipped"
 fi
 
+no_gpu=0
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then no_gpu=1; fi
+
+# Without a GPU, selected GPU families are entries with error_occurred, and compare.py still
+# reads the output.
+if [ "$no_gpu" = 1 ]; then
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter='^mxfp4' --benchmark_format=json >"$work/gpu.json" \
+    2>"$work/gpu.err" || fail "GPU families without a GPU exited $?"
+  [ "$(grep -c 'selected GPU benchmarks will be reported as skipped' "$work/gpu.err")" -eq 1 ] \
+    || fail "expected one skip line: $(cat "$work/gpu.err")"
+  /usr/bin/python3 - "$work/gpu.json" <<'PY' || fail "skipped GPU entries"
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+assert len(runs) == 8, len(runs)
+for b in runs:
+    assert b["error_occurred"] and b["error_message"].startswith("no CUDA device"), b
+    assert b["time_unit"] == "us", b
+PY
+  /usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$work/gpu.json" "$work/gpu.json" >/dev/null 2>&1 \
+    || fail "compare.py cannot read the skipped entries"
+fi
+
+# An interrupted run leaves an earlier --benchmark_out file whole; a finished one replaces it.
+# (Job control on: without it a background job ignores SIGINT, as a Ctrl-C never would.)
+echo '{"previous": true}' >"$work/keep.json"
+set -m
+"$bench" --benchmark_filter=cpu_mxfp4_gemm/dsv4f_prefill_ep/M:16384/ --benchmark_out="$work/keep.json" >/dev/null 2>&1 &
+pid=$!
+set +m
+sleep 2
+kill -INT "$pid"
+if wait "$pid"; then fail "interrupted bench exited 0"; fi
+grep -q previous "$work/keep.json" || fail "an interrupted run damaged the earlier output"
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
+  --benchmark_out="$work/keep.json" >/dev/null 2>&1 || fail "run to keep.json failed"
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["benchmarks"]' "$work/keep.json" \
+  || fail "a finished run did not replace the output"
+[ ! -e "$work/keep.json.incomplete" ] || fail "temporary output left behind"
+
 # Bad input: one line naming the input, exit 2; a filter matching nothing: exit 1.
 expect_error() {
   local want_rc=$1 want=$2; shift 2
@@ -64,7 +107,9 @@ expect_error() {
 printf 'name: x\nmoe: {experts: 8, top_k: 2}\ngemms: [{name: a, n: 64, k: 100}]\nshapes: [{m: 1}]\n' >"$work/badk.yaml"
 expect_error 2 "badk.yaml: gemms[0].k (line 3): K=100 is not a multiple of 32" "$bench" --tunebench_shapes="$work/badk.yaml"
 expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
-expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer" env TUNEBENCH_SEED=x "$bench"
+expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer below 2^64" env TUNEBENCH_SEED=x "$bench"
+expect_error 2 "--tunebench_seed='18446744073709551616': expected a non-negative integer below 2^64" "$bench" --tunebench_seed=18446744073709551616
+expect_error 2 "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" env FLAGGEMS_MXFP4_FOLDSCALE=2 "$bench"
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
 expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
 expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op

@@ -84,6 +84,8 @@ TEST(CpuMxfp4GemmOp, ConfigSpaceAndCanImplement) {
   EXPECT_FALSE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 1024}}, small, dev));
   EXPECT_TRUE(op.can_implement(tunebench::Config{{"BLOCK_N", 16}, {"BLOCK_K", 256}}, small, dev));
   EXPECT_EQ(op.default_config(small, dev).str(), "BLOCK_N=16,BLOCK_K=128");
+  const tunebench::Shape tiny{"s", "w", 1, 8, 64, 8, 2, std::nullopt};  // smaller than any tile
+  EXPECT_EQ(op.default_config(tiny, dev).str(), "BLOCK_N=16,BLOCK_K=128");
   EXPECT_DOUBLE_EQ(op.flops(small), 2.0 * 4096 * 512);
   EXPECT_DOUBLE_EQ(op.bytes(small), 0.53125 * 4096 * 512 + 2 * 512 + 2 * 4096);
 

@@ -91,8 +91,8 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
       {replace(kGood, "{m: 16}", "{calls: 3}"), "shapes[1] (line 9): missing required key 'm'"},
       {replace(kGood, "{m: 16}", "{m: 16, cals: 3}"), "shapes[1].cals (line 9): unknown key"},
       {replace(kGood, "description:", "descripton:"), "descripton (line 2): unknown key"},
-      {replace(kGood, "{m: 16}", "{m: sixteen}"), "shapes[1].m (line 9): expected a positive integer, got 'sixteen'"},
-      {replace(kGood, "{m: 16}", "{m: 4.5}"), "shapes[1].m (line 9): expected a positive integer, got '4.5'"},
+      {replace(kGood, "{m: 16}", "{m: sixteen}"), "shapes[1].m (line 9): expected a positive decimal integer, got 'sixteen'"},
+      {replace(kGood, "{m: 16}", "{m: 4.5}"), "shapes[1].m (line 9): expected a positive decimal integer, got '4.5'"},
       {replace(kGood, "{m: 16}", "{m: [16]}"), "shapes[1].m (line 9): expected a positive integer, got a list"},
       {replace(kGood, "{m: 16}", "{m: 0}"), "shapes[1].m (line 9): must be > 0, got 0"},
       {replace(kGood, "n: 64,", "n: -64,"), "gemms[0].n (line 5): must be > 0, got -64"},
@@ -101,8 +101,15 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
       {replace(kGood, "{m: 16}", "{m: 1}"), "shapes[1].m (line 9): duplicate shape M=1 N=64 K=128"},
       {replace(kGood, "name: down", "name: up"), "gemms[1].name (line 6): duplicate gemm name 'up'"},
       {replace(kGood, "name: tiny", "name: tiny set"), "name (line 1): expected letters, digits and '_'"},
-      {replace(kGood, "shapes:\n  - {m: 1, calls: 10}\n  - {m: 16}\n", "shapes: []\n"), "shapes (line 7): expected a non-empty list"},
+      {replace(kGood, "shapes:\n  - {m: 1, calls: 10}\n  - {m: 16}\n", "shapes: []\n"), "shapes (line 7): expected a non-empty list, got an empty one"},
       {replace(kGood, "{m: 16}", "{m: 16, m: 32}"), "shapes[1].m (line 9): duplicate key"},
+      {replace(kGood, "{m: 16}", "{m: \"16\"}"), "shapes[1].m (line 9): expected a positive decimal integer, got the string '16'"},
+      {replace(kGood, "{m: 16}", "{m: 010}"), "shapes[1].m (line 9): expected a positive decimal integer, got '010'"},
+      {replace(kGood, "{m: 16}", "{m: 0x10}"), "shapes[1].m (line 9): expected a positive decimal integer, got '0x10'"},
+      {replace(kGood, "{m: 16}", "{m: 99999999999999999999}"), "shapes[1].m (line 9): expected a positive decimal integer"},
+      {replace(kGood, "n: 64,", "n: 2000000,"), "gemms[0].n (line 5): must be <= 1048576, got 2000000"},
+      {replace(kGood, "gemms:\n  - {name: up, n: 64, k: 128}\n  - {name: down, n: 128, k: 64}\n", "gemms: []\n"), "gemms (line 4): expected a non-empty list, got an empty one"},
+      {kGood + "---\n" + kGood, "holds 2 YAML documents, expected one shape set per file"},
       {"[1, 2]\n", "top level (line 1): expected a map, got a list"},
       {"name: [unclosed\n", "not valid YAML"},
   };
@@ -138,6 +145,7 @@ TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
   fs::create_directories(dir_ / "empty");
   EXPECT_THROW(tunebench::load_shape_path(dir_ / "empty"), ShapeError);
   EXPECT_THROW(tunebench::load_shape_file(dir_ / "nope.yaml"), ShapeError);
+  EXPECT_THROW(tunebench::load_shape_file(dir_), ShapeError);  // a folder is not a file
 }
 
 TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {

@@ -55,7 +55,8 @@ Config Config::parse(std::string_view text) {
     bool ok = eq != std::string_view::npos && eq + 1 < item.size();
     if (ok) {
       const char* last = item.data() + item.size();
-      ok = std::from_chars(item.data() + eq + 1, last, value).ptr == last;
+      const auto [ptr, ec] = std::from_chars(item.data() + eq + 1, last, value);
+      ok = ptr == last && ec == std::errc();
     }
     if (!ok) {
       throw ConfigError("config '" + std::string(text) +

@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -29,11 +30,29 @@ bool has_flag(int argc, char** argv, std::string_view flag) {
   return false;
 }
 
+// Points --benchmark_out at "<file>.incomplete" and returns the final path (empty if absent),
+// so an interrupted run leaves the previous output intact and never a truncated JSON file.
+std::string redirect_output(int argc, char** argv, std::string& storage) {
+  constexpr std::string_view flag = "--benchmark_out=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, flag.size()) == flag && arg.size() > flag.size()) {
+      const std::string target(arg.substr(flag.size()));
+      storage = std::string(flag) + target + ".incomplete";
+      argv[i] = storage.data();
+      return target;
+    }
+  }
+  return {};
+}
+
 int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
         const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
   const Options opt = parse_options(&argc, argv, default_shapes);
   const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+  std::string out_flag;
+  const std::string out_file = redirect_output(argc, argv, out_flag);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
@@ -46,11 +65,17 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   // A listing shows every family whatever the machine; only a run narrows to the default.
   if (!filter_given && !listing) {
     const bool on_gpu = gpu.available() && any_gpu_op;
-    benchmark::SetBenchmarkFilter(on_gpu ? default_filter_gpu : default_filter_cpu);
+    std::string filter = on_gpu ? default_filter_gpu : default_filter_cpu;
+    // Other shape sets than the shipped ones may not match the default: run every host op.
+    const BenchmarkFilter chosen(filter);
+    if (std::none_of(families.begin(), families.end(),
+                     [&](const Family& f) { return chosen.selects(reported_name(f)); })) {
+      filter = on_gpu ? "." : "^cpu_";
+    }
+    benchmark::SetBenchmarkFilter(filter);
     if (!gpu.available()) {
       std::cerr << "bench: no CUDA device (" << gpu.reason
-                << "): GPU families skipped, running --benchmark_filter=" << default_filter_cpu
-                << "\n";
+                << "): GPU families skipped, running --benchmark_filter=" << filter << "\n";
     }
   }
   const BenchmarkFilter filter(benchmark::GetBenchmarkFilter());
@@ -90,6 +115,17 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
 
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!out_file.empty()) {
+    std::error_code ec;
+    const std::string partial = out_file + ".incomplete";
+    if (std::filesystem::exists(partial, ec)) {
+      std::filesystem::rename(partial, out_file, ec);
+      if (ec) {
+        std::cerr << "bench: cannot move " << partial << " to " << out_file << ": " << ec.message() << "\n";
+        return 1;
+      }
+    }
+  }
   if (matched == 0) {
     std::cerr << "bench: --benchmark_filter='" << filter.spec()
               << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";

@@ -13,9 +13,10 @@ namespace {
 std::uint64_t parse_seed(std::string_view text, const std::string& what) {
   std::uint64_t v = 0;
   const char* last = text.data() + text.size();
-  if (text.empty() || std::from_chars(text.data(), last, v).ptr != last) {
+  const auto [ptr, ec] = std::from_chars(text.data(), last, v);
+  if (text.empty() || ptr != last || ec != std::errc()) {
     throw std::invalid_argument(what + "='" + std::string(text) +
-                                "': expected a non-negative integer");
+                                "': expected a non-negative integer below 2^64");
   }
   return v;
 }

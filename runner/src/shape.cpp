@@ -72,18 +72,30 @@ std::string read_string(const YAML::Node& node, const Where& at) {
   return node.as<std::string>();
 }
 
-std::int64_t read_positive(const YAML::Node& node, const Where& at) {
+std::int64_t read_positive(const YAML::Node& node, const Where& at, std::int64_t max) {
   if (!node.IsScalar()) {
     at.fail(node, std::string("expected a positive integer, got ") + type_name(node));
   }
-  std::int64_t v = 0;
-  // yaml-cpp accepts "0x10" and "+5" but rejects "4.5", "abc", "true" and out-of-range values.
-  if (!YAML::convert<std::int64_t>::decode(node, v)) {
-    at.fail(node, "expected a positive integer, got '" + node.Scalar() + "'");
+  // Plain decimal digits only: yaml-cpp would also take "0x10", "010" (octal) and quoted "1".
+  const std::string& text = node.Scalar();
+  const bool quoted = node.Tag() == "!";
+  const std::size_t digits_from = !text.empty() && text[0] == '-' ? 1 : 0;
+  const bool decimal = text.size() > digits_from && text.size() - digits_from <= 18 &&
+                       std::all_of(text.begin() + static_cast<std::ptrdiff_t>(digits_from), text.end(),
+                                   [](unsigned char c) { return std::isdigit(c); }) &&
+                       !(text.size() - digits_from > 1 && text[digits_from] == '0');
+  if (quoted || !decimal) {
+    at.fail(node, "expected a positive decimal integer, got " + std::string(quoted ? "the string " : "") + "'" +
+                      text + "'");
   }
+  const std::int64_t v = std::stoll(text);
   if (v <= 0) at.fail(node, "must be > 0, got " + std::to_string(v));
+  if (v > max) at.fail(node, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
   return v;
 }
+
+// Bounds keep every tensor of a shape addressable with 64-bit sizes and allocatable.
+constexpr std::int64_t kMaxM = 1 << 24, kMaxNK = 1 << 20, kMaxExperts = 1 << 16;
 
 bool is_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
@@ -99,14 +111,26 @@ struct Gemm {
 }  // namespace
 
 ShapeSet load_shape_file(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    throw ShapeError(file.string() + ": not a regular file (expected a YAML shape file)");
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(file.string());
+    const auto docs = YAML::LoadAllFromFile(file.string());
+    if (docs.size() > 1) {
+      throw ShapeError(file.string() + ": holds " + std::to_string(docs.size()) +
+                       " YAML documents, expected one shape set per file");
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::BadFile&) {
     throw ShapeError(file.string() + ": cannot open shape file");
   } catch (const YAML::Exception& e) {
-    throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) +
-                     ": not valid YAML: " + e.msg);
+    std::string msg = e.msg;
+    for (auto& c : msg) {
+      if (!std::isprint(static_cast<unsigned char>(c))) c = '?';  // keep the error one clean line
+    }
+    throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML: " + msg);
   }
   const Where top(file, "");
   if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
@@ -124,8 +148,8 @@ ShapeSet load_shape_file(const fs::path& file) {
 
   const Where moe_at = top.child("moe");
   check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
-  const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"));
-  const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"));
+  const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
+  const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
   if (top_k > experts) {
     moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) +
                                                          " exceeds experts " + std::to_string(experts));
@@ -134,15 +158,16 @@ ShapeSet load_shape_file(const fs::path& file) {
   const YAML::Node gemms_node = root["gemms"];
   const Where gemms_at = top.child("gemms");
   if (!gemms_node.IsSequence() || gemms_node.size() == 0) {
-    gemms_at.fail(gemms_node, std::string("expected a non-empty list, got ") + type_name(gemms_node));
+    gemms_at.fail(gemms_node, gemms_node.IsSequence() ? std::string("expected a non-empty list, got an empty one")
+                                             : std::string("expected a non-empty list, got ") + type_name(gemms_node));
   }
   std::vector<Gemm> gemms;
   for (std::size_t i = 0; i < gemms_node.size(); ++i) {
     const YAML::Node g = gemms_node[i];
     const Where at = gemms_at.index(i);
     check_keys(g, at, {"name", "n", "k"}, {});
-    Gemm gemm{read_string(g["name"], at.child("name")), read_positive(g["n"], at.child("n")),
-              read_positive(g["k"], at.child("k"))};
+    Gemm gemm{read_string(g["name"], at.child("name")), read_positive(g["n"], at.child("n"), kMaxNK),
+              read_positive(g["k"], at.child("k"), kMaxNK)};
     if (!is_identifier(gemm.name)) {
       at.child("name").fail(g["name"], "expected letters, digits and '_', got '" + gemm.name + "'");
     }
@@ -159,16 +184,17 @@ ShapeSet load_shape_file(const fs::path& file) {
   const YAML::Node shapes_node = root["shapes"];
   const Where shapes_at = top.child("shapes");
   if (!shapes_node.IsSequence() || shapes_node.size() == 0) {
-    shapes_at.fail(shapes_node, std::string("expected a non-empty list, got ") + type_name(shapes_node));
+    shapes_at.fail(shapes_node, shapes_node.IsSequence() ? std::string("expected a non-empty list, got an empty one")
+                                             : std::string("expected a non-empty list, got ") + type_name(shapes_node));
   }
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
   for (std::size_t i = 0; i < shapes_node.size(); ++i) {
     const YAML::Node s = shapes_node[i];
     const Where at = shapes_at.index(i);
     check_keys(s, at, {"m"}, {"calls"});
-    const auto m = read_positive(s["m"], at.child("m"));
+    const auto m = read_positive(s["m"], at.child("m"), kMaxM);
     std::optional<std::int64_t> calls;
-    if (s["calls"]) calls = read_positive(s["calls"], at.child("calls"));
+    if (s["calls"]) calls = read_positive(s["calls"], at.child("calls"), std::int64_t{1} << 40);
     for (const auto& g : gemms) {
       if (!seen.emplace(m, g.n, g.k).second) {
         at.child("m").fail(s["m"], "duplicate shape M=" + std::to_string(m) + " N=" +
