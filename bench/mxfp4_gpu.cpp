@@ -58,10 +58,15 @@ std::uint16_t scale_bf16(std::uint8_t s) {
 int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 struct Tiles {
-  std::int64_t block_m, block_n, block_k, warps, stages, split_k;
+  std::int64_t block_m, block_n, block_k, warps, warps_k, stages, split_k;
   explicit Tiles(const Config& c)
       : block_m(c.get("BLOCK_M")), block_n(c.get("BLOCK_N")), block_k(c.get("BLOCK_K")),
-        warps(c.get("WARPS")), stages(c.get("STAGES")), split_k(c.get("SPLIT_K")) {}
+        warps(c.get("WARPS")), warps_k(c.get("WARPS_K")), stages(c.get("STAGES")),
+        split_k(c.get("SPLIT_K")) {}
+  std::int64_t warps_n() const { return warps / warps_k; }
+  std::int64_t accumulators() const { return block_n / 16 / warps_n() * (block_m / 8) * 4; }
+  // Mirrors the kernel's split-K-across-warps reduction buffer.
+  std::int64_t reduction_bytes() const { return (warps_k - 1) * warps_n() * 32 * accumulators() * 4; }
   // Mirrors STAGE_BYTES in the kernel.
   std::int64_t smem_bytes() const {
     const std::int64_t a = block_m * (block_k + 8) * 2;
@@ -216,31 +221,37 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
     add({{"BLOCK_M", {8, 16, 32, 64, 128}},
          {"BLOCK_N", {16, 32, 64, 128, 256}},
          {"BLOCK_K", {64, 128, 256, 512}},
-         {"WARPS", {1, 2, 4, 8}},
+         {"WARPS", {2, 4, 8}},
+         {"WARPS_K", {1, 2, 4}},
          {"STAGES", {2, 3, 4, 6}},
          {"SPLIT_K", {1, 2, 4, 8}}});
     return out;
   }
-  // Decode (few rows; weight-bound): one 16-row W tile per warp, deep K pipelines, split-K
-  // for more blocks in flight.
-  add({{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256, 512}}, {"WARPS", {1}}, {"STAGES", {4, 6}}, {"SPLIT_K", {1, 4}}});
-  add({{"BLOCK_M", {8}}, {"BLOCK_N", {32, 64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {2}}, {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
-  // Middle and prefill: wider tiles, reuse of each dequantized W fragment over more rows.
-  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {128, 256}}, {"WARPS", {4}}, {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
-  add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+  // Decode (few rows, weight-bound): small W tiles shared by warps that split K, so many
+  // blocks and many loads are in flight; split-K where N alone gives too few blocks.
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {4}},
+       {"STAGES", {4, 6}}, {"SPLIT_K", {1, 2, 4}}});
+  add({{"BLOCK_M", {8, 32}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {2}},
+       {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
+  // Middle and prefill: wider tiles, each dequantized W fragment reused over more rows.
+  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {128, 256}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+       {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
+  add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+       {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
   return out;
 }
 
 bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
   const Tiles t(config);
-  if (t.block_m % 8 || t.block_n % (16 * t.warps) || t.block_k % 32 || t.stages < 2 || t.split_k < 1) {
+  if (t.block_m % 8 || t.warps < 1 || t.warps_k < 1 || t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) ||
+      t.block_k % (32 * t.warps_k) || t.stages < 2 || t.split_k < 1) {
     return false;
   }
   if (shape.n % t.block_n || shape.k % (t.block_k * t.split_k)) return false;
-  const std::int64_t accumulators = t.block_n / 16 / t.warps * (t.block_m / 8) * 4;
-  if (accumulators > 128) return false;
+  if (t.accumulators() > 128) return false;
   if (t.warps * 32 > device.max_threads_per_block) return false;
-  return t.smem_bytes() <= static_cast<std::int64_t>(device.smem_per_block_optin);
+  return t.smem_bytes() <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
+         t.reduction_bytes() <= t.smem_bytes();
 }
 
 const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {

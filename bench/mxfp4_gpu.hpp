@@ -70,14 +70,16 @@ class Mxfp4GpuOp : public Op {
 
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return true; }
-  /// Default (40 configs, see the .cpp): decode tiles (BLOCK_M 8, one 16-row W tile per warp,
-  /// deep pipelines, split-K 1 or 4), middle tiles (BLOCK_M 32/64) and prefill tiles (BLOCK_M
-  /// 128, 8 warps). Expanded: BLOCK_M {8..128} x BLOCK_N {16..256} x BLOCK_K {64..512} x WARPS
-  /// {1, 2, 4, 8} x STAGES {2, 3, 4, 6} x SPLIT_K {1, 2, 4, 8}, filtered by can_implement.
+  /// Parameters: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps splitting K within a block),
+  /// STAGES, SPLIT_K (blocks splitting K). Default (40 configs, see the .cpp): decode tiles
+  /// (BLOCK_M 8, BLOCK_N 16/32 shared by warps that split K), middle tiles (BLOCK_M 32/64) and
+  /// prefill tiles (BLOCK_M 128, 8 warps). Expanded: BLOCK_M {8..128} x BLOCK_N {16..256} x
+  /// BLOCK_K {64..512} x WARPS {2, 4, 8} x WARPS_K {1, 2, 4} x STAGES {2, 3, 4, 6} x SPLIT_K
+  /// {1, 2, 4, 8}, filtered by can_implement.
   std::vector<Config> config_space(SpaceKind kind) const override;
-  /// N % BLOCK_N == 0, BLOCK_N % (16 * WARPS) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128
-  /// fp32 accumulators per thread, STAGES x stage bytes within the device's opt-in shared
-  /// memory, WARPS * 32 threads within its block limit.
+  /// N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 * WARPS_K) == 0,
+  /// K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread, STAGES x stage
+  /// bytes within the device's opt-in shared memory, WARPS * 32 threads within its limit.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
 
   bool foldscale() const { return foldscale_; }

@@ -82,7 +82,8 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
   const tunebench::bench::Mxfp4GemmOp op(false);
   const auto dev = tunebench::sm90_reference_device();
   const tunebench::Shape w2tp4{"s", "w2", 8, 4096, 512, 256, 6, std::nullopt};
-  const tunebench::Config ok{{"BLOCK_M", 8}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 4}, {"STAGES", 3}, {"SPLIT_K", 4}};
+  const tunebench::Config ok{{"BLOCK_M", 8}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 4},
+                             {"WARPS_K", 2}, {"STAGES", 3}, {"SPLIT_K", 4}};
   EXPECT_TRUE(op.can_implement(ok, w2tp4, dev));
   auto with = [&](const char* name, std::int64_t v) {
     std::vector<tunebench::Config::Param> p = ok.params();
@@ -92,7 +93,9 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
     return tunebench::Config(p);
   };
   EXPECT_FALSE(op.can_implement(with("SPLIT_K", 8), w2tp4, dev));    // 512 % (128 * 8)
-  EXPECT_FALSE(op.can_implement(with("BLOCK_N", 96), w2tp4, dev));   // not 16 * WARPS
+  EXPECT_FALSE(op.can_implement(with("BLOCK_N", 48), w2tp4, dev));   // not 16 * WARPS / WARPS_K
+  EXPECT_FALSE(op.can_implement(with("WARPS_K", 3), w2tp4, dev));    // does not divide WARPS
+  EXPECT_FALSE(op.can_implement(with("BLOCK_K", 32), w2tp4, dev));   // < 32 * WARPS_K
   EXPECT_FALSE(op.can_implement(with("BLOCK_M", 512), w2tp4, dev));  // accumulators
   tunebench::DeviceInfo small = dev;
   small.smem_per_block_optin = 16 * 1024;

@@ -13,15 +13,18 @@
 // W is the mma's A operand (16 rows of N per mma) and the activations its B operand (8 rows
 // per mma), so a decode batch of 1..8 tokens wastes no tensor-core work on padding rows of M.
 //
-// Config (all -D): BLOCK_M (rows per block, multiple of 8), BLOCK_N (multiple of 16*WARPS),
-// BLOCK_K (multiple of 32), WARPS, STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges
-// reduced through fp32 atomics into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
+// Config (all -D): BLOCK_M (rows per block, multiple of 8), BLOCK_N (multiple of 16 * WARPS /
+// WARPS_K), BLOCK_K (multiple of 32 * WARPS_K), WARPS, WARPS_K (warps sharing one W tile, each
+// taking every WARPS_K-th 32-column atom of a K tile; their sums meet in shared memory at the
+// end), STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges reduced through fp32 atomics
+// into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
 
 typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
 
-#define NT (BLOCK_N / 16 / WARPS)  // 16-row W tiles per warp
+#define WARPS_N (WARPS / WARPS_K)
+#define NT (BLOCK_N / 16 / WARPS_N)  // 16-row W tiles per warp
 #define MT (BLOCK_M / 8)           // 8-row activation tiles per block
 #define KA (BLOCK_K / 32)          // 32-column atoms per K tile
 #define LDA (BLOCK_K + 8)          // padded smem row (bf16): ldmatrix rows hit distinct banks
@@ -104,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                const int* __restrict__ out_rows) {
   extern __shared__ __align__(128) u8 smem[];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / WARPS_K, warp_k = (tid >> 5) % WARPS_K;
 
 #if MOE
   const int4 tile = tiles[blockIdx.y];
@@ -181,6 +184,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     const u8* ws_s = wq_s + WQ_STAGE;
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
+      if (WARPS_K > 1 && ka % WARPS_K != warp_k) continue;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const int tile16 = warp * NT + t;
@@ -218,6 +222,34 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     }
   }
   cp_async_wait<0>();
+
+#if WARPS_K > 1
+  // Warps that split K add their sums into warp_k 0's through the (now idle) pipeline memory.
+  __syncthreads();
+  float* red = reinterpret_cast<float*>(smem);
+  constexpr int PER_LANE = NT * MT * 4;
+  if (warp_k > 0) {
+    float* dst = red + (((warp_k - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) dst[(t * MT + m) * 4 + i] = acc[t][m][i];
+  }
+  __syncthreads();
+  if (warp_k > 0) return;
+#pragma unroll
+  for (int w = 1; w < WARPS_K; ++w) {
+    const float* src = red + (((w - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[t][m][i] += src[(t * MT + m) * 4 + i];
+  }
+#endif
 
   // C fragment: c0, c1 at W row g, activation rows 2*(lane%4) + {0,1}; c2, c3 at W row g+8.
   const int tq = (lane & 3) * 2;
