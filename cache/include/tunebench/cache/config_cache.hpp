@@ -1,0 +1,108 @@
+#pragma once
+// The config cache: the best config per tuning key and every per-config measurement, in one
+// SQLite file shared by processes (WAL, busy timeout, transactions).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tunebench/cache/database.hpp"
+
+namespace tunebench::cache {
+
+/// What a tuned config is valid for. Two runs share a cached config only when every field is
+/// equal: the op, its kernel version (a hash of the kernel source), the tuning key (a function
+/// of the shape, see Op::tuning_key), the device (name and compute capability), the toolkit
+/// (CUDA runtime version, or "host") and the timing mode.
+struct Key {
+  std::string op;
+  std::string kernel_version;
+  std::string tuning_key;
+  std::string device_name;
+  std::string device_cc;  ///< "9.0"
+  std::string toolkit;    ///< e.g. "cuda 13.0"
+  std::string timing_mode;
+  friend bool operator==(const Key& a, const Key& b);
+};
+
+/// Outcome of timing one config.
+enum class Status { kOk, kCompileFailed, kLaunchFailed, kWrongResult, kTimeout, kUnsupported };
+
+/// "ok", "compile_failed", "launch_failed", "wrong_result", "timeout", "unsupported".
+std::string_view to_string(Status status);
+/// Inverse of to_string; throws std::invalid_argument quoting the text.
+Status status_from_string(std::string_view text);
+
+/// One config's measurement. Times are kernel (or host) time per run in nanoseconds, the 20th,
+/// 50th and 80th percentiles over the repetitions; absent unless status is kOk.
+struct Measurement {
+  std::string config;  ///< Config::str() form
+  Status status = Status::kOk;
+  std::optional<std::int64_t> p20_ns, p50_ns, p80_ns;
+  std::string error;             ///< one line, for failures
+  std::int64_t measured_at = 0;  ///< Unix seconds
+  std::string device_uuid;       ///< the card it ran on ("" for host ops)
+};
+
+/// The chosen config of a key.
+struct Best {
+  std::string config;
+  std::int64_t p50_ns = 0;
+  std::int64_t updated_at = 0;  ///< Unix seconds
+};
+
+/// The cache file. Schema history (PRAGMA user_version): 1 = the table of best configs;
+/// 2 = plus the per-config measurements. Older files are migrated on open. A file that is not
+/// a tunebench cache (another application_id, or written by a newer schema) or fails
+/// PRAGMA integrity_check is renamed to "<file>.corrupt-<unix time>" with a one-line warning on
+/// stderr, and a fresh cache is started in its place: nothing is deleted, nothing crashes.
+class ConfigCache {
+ public:
+  static constexpr int kSchemaVersion = 2;
+  /// PRAGMA application_id of tunebench caches: "TBNC".
+  static constexpr std::int32_t kApplicationId = 0x54424E43;
+
+  /// Opens or creates the cache at `path`. Throws SqliteError only when even a fresh file
+  /// cannot be created there (e.g. the folder is not writable).
+  explicit ConfigCache(const std::filesystem::path& path);
+
+  /// The best config of `key`, if tuned.
+  std::optional<Best> best(const Key& key);
+  /// The measurement of `config` under `key`, if any.
+  std::optional<Measurement> measurement(const Key& key, const std::string& config);
+  /// Every measurement of `key`, fastest ok ones first, then failures.
+  std::vector<Measurement> measurements(const Key& key);
+
+  /// Stores the measurements (replacing earlier ones of the same configs) and, if given, the
+  /// best config of `key`, in one transaction.
+  void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
+
+  /// Deletes the measurement of `config` and, if it is the best of `key`, the best entry too
+  /// (a later run retunes the key). Returns the number of rows deleted.
+  int erase(const Key& key, const std::string& config);
+  /// Deletes everything stored for `key`. Returns the number of rows deleted.
+  int erase(const Key& key);
+
+  /// Every key with a best config, ordered by op then tuning key.
+  std::vector<std::pair<Key, Best>> list();
+  /// Every key with measurements (with or without a best), ordered by op then tuning key.
+  std::vector<Key> measured_keys();
+
+  const std::filesystem::path& path() const { return path_; }
+  /// Where a corrupt or foreign file found at open was moved, if one was.
+  const std::optional<std::filesystem::path>& moved_aside() const { return moved_aside_; }
+  Database& database() { return *db_; }
+
+ private:
+  void open_checked();
+  void migrate();
+
+  std::filesystem::path path_;
+  std::optional<Database> db_;
+  std::optional<std::filesystem::path> moved_aside_;
+};
+
+}  // namespace tunebench::cache

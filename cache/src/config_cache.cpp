@@ -1,0 +1,312 @@
+#include "tunebench/cache/config_cache.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <stdexcept>
+#include <utility>
+
+namespace tunebench::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Move-only owner of a prepared statement; every value is bound, never spliced into SQL.
+class Statement {
+ public:
+  Statement(Database& db, const char* sql) : db_(db) {
+    const int rc = sqlite3_prepare_v2(db.handle(), sql, -1, &stmt_, nullptr);
+    if (rc != SQLITE_OK) fail(rc, "prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, std::int64_t v) {
+    check(sqlite3_bind_int64(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, const std::optional<std::int64_t>& v) {
+    check(v ? sqlite3_bind_int64(stmt_, i, *v) : sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+  Statement& bind_key(const Key& k) {
+    return bind(1, k.op).bind(2, k.kernel_version).bind(3, k.tuning_key).bind(4, k.device_name)
+        .bind(5, k.device_cc).bind(6, k.toolkit).bind(7, k.timing_mode);
+  }
+  /// True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(rc, "step");
+  }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<std::int64_t> opt_int64(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(stmt_, col);
+  }
+  Key key(int first) const {
+    return {text(first), text(first + 1), text(first + 2), text(first + 3), text(first + 4), text(first + 5),
+            text(first + 6)};
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) fail(rc, "bind");
+  }
+  [[noreturn]] void fail(int rc, const char* what) const {
+    throw SqliteError(std::string("config cache ") + what + " on " + db_.path().string() + ": " +
+                          sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_.handle()) + ")",
+                      rc);
+  }
+  Database& db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on the busy
+// timeout instead of failing on lock upgrade; rolled back if the scope exits by exception.
+class WriteTransaction {
+ public:
+  explicit WriteTransaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+  ~WriteTransaction() {
+    if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    db_.exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  Database& db_;
+  bool done_ = false;
+};
+
+std::int64_t pragma_int(Database& db, const char* pragma) {
+  Statement s(db, pragma);
+  return s.step() ? s.int64(0) : 0;
+}
+
+constexpr const char* kKeyColumns =
+    "op TEXT NOT NULL, kernel_version TEXT NOT NULL, tuning_key TEXT NOT NULL, device_name TEXT NOT NULL, "
+    "device_cc TEXT NOT NULL, toolkit TEXT NOT NULL, timing_mode TEXT NOT NULL";
+constexpr const char* kKeyList = "op, kernel_version, tuning_key, device_name, device_cc, toolkit, timing_mode";
+constexpr const char* kKeyMatch =
+    "op = ?1 AND kernel_version = ?2 AND tuning_key = ?3 AND device_name = ?4 AND device_cc = ?5 AND "
+    "toolkit = ?6 AND timing_mode = ?7";
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool operator==(const Key& a, const Key& b) {
+  return a.op == b.op && a.kernel_version == b.kernel_version && a.tuning_key == b.tuning_key &&
+         a.device_name == b.device_name && a.device_cc == b.device_cc && a.toolkit == b.toolkit &&
+         a.timing_mode == b.timing_mode;
+}
+
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::kOk: return "ok";
+    case Status::kCompileFailed: return "compile_failed";
+    case Status::kLaunchFailed: return "launch_failed";
+    case Status::kWrongResult: return "wrong_result";
+    case Status::kTimeout: return "timeout";
+    case Status::kUnsupported: return "unsupported";
+  }
+  return "unknown";
+}
+
+Status status_from_string(std::string_view text) {
+  for (auto s : {Status::kOk, Status::kCompileFailed, Status::kLaunchFailed, Status::kWrongResult, Status::kTimeout,
+                 Status::kUnsupported}) {
+    if (to_string(s) == text) return s;
+  }
+  throw std::invalid_argument("status '" + std::string(text) +
+                              "': expected ok, compile_failed, launch_failed, wrong_result, timeout or unsupported");
+}
+
+ConfigCache::ConfigCache(const fs::path& path) : path_(path) {
+  open_checked();
+  migrate();
+}
+
+void ConfigCache::open_checked() {
+  std::string problem;
+  try {
+    db_.emplace(path_);
+    const auto app = pragma_int(*db_, "PRAGMA application_id");
+    const auto version = pragma_int(*db_, "PRAGMA user_version");
+    const auto tables = pragma_int(*db_, "SELECT count(*) FROM sqlite_master");
+    if (app != kApplicationId && !(app == 0 && version == 0 && tables == 0)) {
+      problem = "not a tunebench config cache (application_id " + std::to_string(app) + ")";
+    } else if (version > kSchemaVersion) {
+      problem = "written by a newer tunebench (schema " + std::to_string(version) + ", this one reads up to " +
+                std::to_string(kSchemaVersion) + ")";
+    } else if (const auto integrity = db_->integrity_check(); integrity != "ok") {
+      problem = "fails integrity check: " + integrity.substr(0, 200);
+    }
+  } catch (const SqliteError& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) return;
+
+  db_.reset();
+  fs::path aside = path_;
+  aside += ".corrupt-" + std::to_string(now_s());
+  std::error_code ec;
+  fs::rename(path_, aside, ec);
+  if (ec) throw SqliteError("config cache " + path_.string() + " is unusable (" + problem + ") and cannot be moved aside: " + ec.message(), SQLITE_CANTOPEN);
+  for (const char* suffix : {"-wal", "-shm"}) {
+    fs::path side = path_;
+    side += suffix;
+    fs::path side_aside = aside;
+    side_aside += suffix;
+    if (fs::exists(side, ec)) fs::rename(side, side_aside, ec);
+  }
+  moved_aside_ = aside;
+  std::cerr << "tunebench: WARNING: config cache " << path_.string() << " " << problem << "; moved to "
+            << aside.string() << ", starting a fresh cache\n";
+  db_.emplace(path_);
+}
+
+void ConfigCache::migrate() {
+  WriteTransaction tx(*db_);
+  auto version = pragma_int(*db_, "PRAGMA user_version");  // re-read under the write lock
+  if (version < 1) {
+    db_->exec(std::string("CREATE TABLE best (") + kKeyColumns +
+              ", config TEXT NOT NULL, p50_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (" +
+              kKeyList + "))");
+    db_->exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+    version = 1;
+  }
+  if (version < 2) {
+    db_->exec(std::string("CREATE TABLE measurements (") + kKeyColumns +
+              ", config TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('ok', 'compile_failed', "
+              "'launch_failed', 'wrong_result', 'timeout', 'unsupported')), p20_ns INTEGER, p50_ns INTEGER, "
+              "p80_ns INTEGER, error TEXT NOT NULL DEFAULT '', measured_at INTEGER NOT NULL, "
+              "device_uuid TEXT NOT NULL DEFAULT '', PRIMARY KEY (" +
+              kKeyList + ", config))");
+    version = 2;
+  }
+  db_->exec("PRAGMA user_version = " + std::to_string(version));
+  tx.commit();
+}
+
+std::optional<Best> ConfigCache::best(const Key& key) {
+  Statement s(*db_, (std::string("SELECT config, p50_ns, updated_at FROM best WHERE ") + kKeyMatch).c_str());
+  s.bind_key(key);
+  if (!s.step()) return std::nullopt;
+  return Best{s.text(0), s.int64(1), s.int64(2)};
+}
+
+namespace {
+
+Measurement read_measurement(const Statement& s) {
+  Measurement m;
+  m.config = s.text(0);
+  m.status = status_from_string(s.text(1));
+  m.p20_ns = s.opt_int64(2);
+  m.p50_ns = s.opt_int64(3);
+  m.p80_ns = s.opt_int64(4);
+  m.error = s.text(5);
+  m.measured_at = s.int64(6);
+  m.device_uuid = s.text(7);
+  return m;
+}
+
+constexpr const char* kMeasurementColumns =
+    "SELECT config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid FROM measurements WHERE ";
+
+}  // namespace
+
+std::optional<Measurement> ConfigCache::measurement(const Key& key, const std::string& config) {
+  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch + " AND config = ?8").c_str());
+  s.bind_key(key).bind(8, config);
+  if (!s.step()) return std::nullopt;
+  return read_measurement(s);
+}
+
+std::vector<Measurement> ConfigCache::measurements(const Key& key) {
+  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch +
+                     " ORDER BY status != 'ok', p50_ns, config").c_str());
+  s.bind_key(key);
+  std::vector<Measurement> out;
+  while (s.step()) out.push_back(read_measurement(s));
+  return out;
+}
+
+void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
+  WriteTransaction tx(*db_);
+  for (const auto& m : results) {
+    Statement s(*db_, (std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
+                       ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)").c_str());
+    s.bind_key(key).bind(8, m.config).bind(9, std::string(to_string(m.status))).bind(10, m.p20_ns)
+        .bind(11, m.p50_ns).bind(12, m.p80_ns).bind(13, m.error).bind(14, m.measured_at ? m.measured_at : now_s())
+        .bind(15, m.device_uuid);
+    s.step();
+  }
+  if (best) {
+    Statement s(*db_, (std::string("INSERT OR REPLACE INTO best (") + kKeyList +
+                       ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)").c_str());
+    s.bind_key(key).bind(8, best->config).bind(9, best->p50_ns).bind(10, best->updated_at ? best->updated_at : now_s());
+    s.step();
+  }
+  tx.commit();
+}
+
+int ConfigCache::erase(const Key& key, const std::string& config) {
+  WriteTransaction tx(*db_);
+  Statement m(*db_, (std::string("DELETE FROM measurements WHERE ") + kKeyMatch + " AND config = ?8").c_str());
+  m.bind_key(key).bind(8, config);
+  m.step();
+  int deleted = sqlite3_changes(db_->handle());
+  Statement b(*db_, (std::string("DELETE FROM best WHERE ") + kKeyMatch + " AND config = ?8").c_str());
+  b.bind_key(key).bind(8, config);
+  b.step();
+  deleted += sqlite3_changes(db_->handle());
+  tx.commit();
+  return deleted;
+}
+
+int ConfigCache::erase(const Key& key) {
+  WriteTransaction tx(*db_);
+  int deleted = 0;
+  for (const char* table : {"measurements", "best"}) {
+    Statement s(*db_, (std::string("DELETE FROM ") + table + " WHERE " + kKeyMatch).c_str());
+    s.bind_key(key);
+    s.step();
+    deleted += sqlite3_changes(db_->handle());
+  }
+  tx.commit();
+  return deleted;
+}
+
+std::vector<std::pair<Key, Best>> ConfigCache::list() {
+  Statement s(*db_, (std::string("SELECT ") + kKeyList + ", config, p50_ns, updated_at FROM best ORDER BY op, tuning_key, " +
+                     kKeyList).c_str());
+  std::vector<std::pair<Key, Best>> out;
+  while (s.step()) out.emplace_back(s.key(0), Best{s.text(7), s.int64(8), s.int64(9)});
+  return out;
+}
+
+std::vector<Key> ConfigCache::measured_keys() {
+  Statement s(*db_, (std::string("SELECT DISTINCT ") + kKeyList + " FROM measurements ORDER BY op, tuning_key, " +
+                     kKeyList).c_str());
+  std::vector<Key> out;
+  while (s.step()) out.push_back(s.key(0));
+  return out;
+}
+
+}  // namespace tunebench::cache

@@ -1,0 +1,206 @@
+// tunebench-cache: inspect and repair the config cache without writing SQL.
+//
+//   tunebench-cache [--cache=FILE] list
+//   tunebench-cache [--cache=FILE] show OP TUNING_KEY
+//   tunebench-cache [--cache=FILE] evict OP TUNING_KEY [CONFIG]
+//   tunebench-cache [--cache=FILE] export [FILE]      (JSON; stdout without FILE)
+//   tunebench-cache [--cache=FILE] import FILE        (merge: entries of FILE replace equal ones)
+//
+// The cache is --cache, else $TUNEBENCH_CACHE, else the XDG default (see database.hpp).
+// Exit status: 0 done, 1 nothing matched (show, evict), 2 bad usage or input.
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tunebench/cache/config_cache.hpp"
+
+namespace {
+
+using tunebench::cache::Best;
+using tunebench::cache::ConfigCache;
+using tunebench::cache::Key;
+using tunebench::cache::Measurement;
+using json = nlohmann::json;
+
+constexpr const char* kUsage =
+    "usage: tunebench-cache [--cache=FILE] list | show OP TUNING_KEY | evict OP TUNING_KEY [CONFIG] | "
+    "export [FILE] | import FILE";
+
+json key_json(const Key& k) {
+  return {{"op", k.op}, {"kernel_version", k.kernel_version}, {"tuning_key", k.tuning_key},
+          {"device_name", k.device_name}, {"device_cc", k.device_cc}, {"toolkit", k.toolkit},
+          {"timing_mode", k.timing_mode}};
+}
+
+json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json measurement_json(const Measurement& m) {
+  return {{"config", m.config}, {"status", std::string(to_string(m.status))}, {"p20_ns", opt(m.p20_ns)},
+          {"p50_ns", opt(m.p50_ns)}, {"p80_ns", opt(m.p80_ns)}, {"error", m.error},
+          {"measured_at", m.measured_at}, {"device_uuid", m.device_uuid}};
+}
+
+std::vector<Key> all_keys(ConfigCache& cache) {
+  std::vector<Key> keys = cache.measured_keys();
+  for (const auto& [k, b] : cache.list()) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  return keys;
+}
+
+std::vector<Key> matching(ConfigCache& cache, const std::string& op, const std::string& tuning_key) {
+  std::vector<Key> out;
+  for (auto& k : all_keys(cache)) {
+    if (k.op == op && k.tuning_key == tuning_key) out.push_back(k);
+  }
+  return out;
+}
+
+std::string fmt_us(const std::optional<std::int64_t>& ns) {
+  if (!ns) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(*ns) / 1e3);
+  return buf;
+}
+
+Key key_from(const json& j) {
+  return {j.at("op").get<std::string>(), j.at("kernel_version").get<std::string>(),
+          j.at("tuning_key").get<std::string>(), j.at("device_name").get<std::string>(),
+          j.at("device_cc").get<std::string>(), j.at("toolkit").get<std::string>(),
+          j.at("timing_mode").get<std::string>()};
+}
+
+std::optional<std::int64_t> opt_from(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<std::int64_t>();
+}
+
+int run(std::vector<std::string> args) {
+  std::filesystem::path file;
+  if (!args.empty() && args[0].rfind("--cache=", 0) == 0) {
+    file = args[0].substr(8);
+    args.erase(args.begin());
+  }
+  if (args.empty()) {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  if (file.empty()) file = tunebench::cache::default_cache_path();
+  const std::string cmd = args[0];
+  ConfigCache cache(file);
+
+  if (cmd == "list" && args.size() == 1) {
+    for (const auto& [k, b] : cache.list()) {
+      std::cout << k.op << "  " << k.tuning_key << "  " << b.config << "  p50 " << fmt_us(b.p50_ns) << " us  ["
+                << k.device_name << " " << k.device_cc << ", " << k.toolkit << ", " << k.timing_mode << "]\n";
+    }
+    return 0;
+  }
+  if (cmd == "show" && args.size() == 3) {
+    const auto keys = matching(cache, args[1], args[2]);
+    for (const auto& k : keys) {
+      const auto best = cache.best(k);
+      std::cout << k.op << " " << k.tuning_key << " [" << k.device_name << " " << k.device_cc << ", " << k.toolkit
+                << ", " << k.timing_mode << ", kernel " << k.kernel_version << "]\n  best: "
+                << (best ? best->config : std::string("(none)")) << "\n";
+      for (const auto& m : cache.measurements(k)) {
+        std::cout << "  " << to_string(m.status) << "  " << m.config << "  p20/p50/p80 " << fmt_us(m.p20_ns) << "/"
+                  << fmt_us(m.p50_ns) << "/" << fmt_us(m.p80_ns) << " us" << (m.error.empty() ? "" : "  " + m.error)
+                  << "\n";
+      }
+    }
+    if (keys.empty()) std::cerr << "tunebench-cache: no entry for op '" << args[1] << "' key '" << args[2] << "'\n";
+    return keys.empty() ? 1 : 0;
+  }
+  if (cmd == "evict" && (args.size() == 3 || args.size() == 4)) {
+    int deleted = 0;
+    for (const auto& k : matching(cache, args[1], args[2])) {
+      deleted += args.size() == 4 ? cache.erase(k, args[3]) : cache.erase(k);
+    }
+    std::cout << "evicted " << deleted << " rows\n";
+    return deleted > 0 ? 0 : 1;
+  }
+  if (cmd == "export" && args.size() <= 2) {
+    json entries = json::array();
+    for (const auto& k : all_keys(cache)) {
+      json ms = json::array();
+      for (const auto& m : cache.measurements(k)) ms.push_back(measurement_json(m));
+      const auto best = cache.best(k);
+      entries.push_back({{"key", key_json(k)},
+                         {"best", best ? json{{"config", best->config}, {"p50_ns", best->p50_ns},
+                                               {"updated_at", best->updated_at}}
+                                       : json(nullptr)},
+                         {"measurements", ms}});
+    }
+    const json doc = {{"tunebench_cache_schema", ConfigCache::kSchemaVersion}, {"entries", entries}};
+    if (args.size() == 2) {
+      std::ofstream out(args[1]);
+      out << doc.dump(2) << "\n";
+      if (!out) {
+        std::cerr << "tunebench-cache: cannot write " << args[1] << "\n";
+        return 2;
+      }
+    } else {
+      std::cout << doc.dump(2) << "\n";
+    }
+    return 0;
+  }
+  if (cmd == "import" && args.size() == 2) {
+    std::ifstream in(args[1]);
+    if (!in) {
+      std::cerr << "tunebench-cache: cannot read " << args[1] << "\n";
+      return 2;
+    }
+    json doc;
+    int imported = 0;
+    try {
+      doc = json::parse(in);
+      for (const auto& e : doc.at("entries")) {
+        const Key k = key_from(e.at("key"));
+        std::vector<Measurement> ms;
+        for (const auto& m : e.at("measurements")) {
+          ms.push_back({m.at("config").get<std::string>(),
+                        tunebench::cache::status_from_string(m.at("status").get<std::string>()),
+                        opt_from(m.at("p20_ns")), opt_from(m.at("p50_ns")), opt_from(m.at("p80_ns")),
+                        m.at("error").get<std::string>(), m.at("measured_at").get<std::int64_t>(),
+                        m.at("device_uuid").get<std::string>()});
+        }
+        std::optional<Best> best;
+        if (!e.at("best").is_null()) {
+          const auto& b = e.at("best");
+          best = Best{b.at("config").get<std::string>(), b.at("p50_ns").get<std::int64_t>(),
+                      b.at("updated_at").get<std::int64_t>()};
+        }
+        cache.store(k, ms, best);
+        ++imported;
+      }
+    } catch (const json::exception& e) {
+      std::cerr << "tunebench-cache: " << args[1] << ": not a tunebench-cache export: " << e.what() << "\n";
+      return 2;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tunebench-cache: " << args[1] << ": " << e.what() << "\n";
+      return 2;
+    }
+    std::cout << "imported " << imported << " keys\n";
+    return 0;
+  }
+  std::cerr << kUsage << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::cerr << "tunebench-cache: " << e.what() << "\n";
+    return 2;
+  }
+}

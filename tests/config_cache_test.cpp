@@ -1,0 +1,240 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tunebench/cache/config_cache.hpp"
+
+namespace fs = std::filesystem;
+using tunebench::cache::Best;
+using tunebench::cache::ConfigCache;
+using tunebench::cache::Key;
+using tunebench::cache::Measurement;
+using tunebench::cache::Status;
+
+namespace {
+
+class ConfigCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tunebench_cache_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    file_ = dir_ / "configs.sqlite";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static Key key(const std::string& tuning_key = "M=8,N=4096,K=4096") {
+    return {"mxfp4_gemm", "k1", tuning_key, "NVIDIA H200", "9.0", "cuda 13.0", "kernel"};
+  }
+  static Measurement ok(const std::string& config, std::int64_t p50) {
+    return {config, Status::kOk, p50 - 10, p50, p50 + 10, "", 0, "GPU-1"};
+  }
+
+  fs::path dir_, file_;
+};
+
+std::size_t count_aside(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    n += e.path().filename().string().find(".corrupt-") != std::string::npos &&
+         e.path().filename().string().find("-wal") == std::string::npos &&
+         e.path().filename().string().find("-shm") == std::string::npos;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_F(ConfigCacheTest, StoreGetAndEraseAreReal) {
+  ConfigCache cache(file_);
+  EXPECT_FALSE(cache.best(key()));
+  const Measurement failed{"B=2", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt,
+                           "error: too many resources", 0, "GPU-1"};
+  cache.store(key(), {ok("B=1", 1000), failed, ok("B=3", 900)}, Best{"B=3", 900, 0});
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->config, "B=3");
+  const auto ms = cache.measurements(key());
+  ASSERT_EQ(ms.size(), 3u);
+  EXPECT_EQ(ms[0].config, "B=3");  // fastest ok first, failures last
+  EXPECT_EQ(ms[2].status, Status::kCompileFailed);
+  EXPECT_EQ(ms[2].error, "error: too many resources");
+  EXPECT_FALSE(ms[2].p50_ns);
+  EXPECT_EQ(*cache.measurement(key(), "B=1")->p20_ns, 990);
+  EXPECT_FALSE(cache.best(key("other")));
+
+  // Evicting a config that is not the best keeps the best; evicting the best removes it.
+  EXPECT_EQ(cache.erase(key(), "B=1"), 1);
+  EXPECT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.erase(key(), "B=3"), 2);
+  EXPECT_FALSE(cache.best(key()));
+  EXPECT_FALSE(cache.measurement(key(), "B=3"));
+  EXPECT_EQ(cache.erase(key(), "B=3"), 0);
+  // The deletion is in the file, not only in this connection.
+  ConfigCache again(file_);
+  EXPECT_FALSE(again.best(key()));
+  EXPECT_EQ(again.measurements(key()).size(), 1u);
+  EXPECT_EQ(again.erase(key()), 1);
+  EXPECT_TRUE(again.measured_keys().empty());
+}
+
+TEST_F(ConfigCacheTest, GarbageFileIsMovedAsideAndAFreshCacheStarts) {
+  std::ofstream(file_) << std::string(10000, 'x');
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("WARNING: config cache"), std::string::npos) << err;
+  ASSERT_TRUE(cache.moved_aside());
+  EXPECT_EQ(fs::file_size(*cache.moved_aside()), 10000u);  // kept, not deleted
+  cache.store(key(), {ok("B=1", 5)}, Best{"B=1", 5, 0});
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+}
+
+TEST_F(ConfigCacheTest, DamagedPagesAreDetected) {
+  {
+    ConfigCache cache(file_);
+    std::vector<Measurement> ms;
+    for (int i = 0; i < 300; ++i) ms.push_back(ok("B=" + std::to_string(i) + std::string(100, 'p'), i));
+    cache.store(key(), ms, Best{"B=1", 1, 0});
+    cache.database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  {
+    std::fstream f(file_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 * 2);  // a whole b-tree page, header included
+    f << std::string(4096, '\x5a');
+  }
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(cache.moved_aside());
+  EXPECT_EQ(count_aside(dir_), 1u);
+  EXPECT_FALSE(cache.best(key()));
+  EXPECT_EQ(cache.database().integrity_check(), "ok");
+}
+
+TEST_F(ConfigCacheTest, ForeignDatabaseIsMovedAsideNotModified) {
+  {
+    tunebench::cache::Database other(file_);
+    other.exec("CREATE TABLE mine (x INTEGER); INSERT INTO mine VALUES (42);");
+  }
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("not a tunebench config cache"), std::string::npos) << err;
+  ASSERT_TRUE(cache.moved_aside());
+  tunebench::cache::Database kept(*cache.moved_aside());
+  kept.exec("SELECT x FROM mine");  // still the other program's data
+}
+
+TEST_F(ConfigCacheTest, SchemaOneIsMigratedKeepingRows) {
+  {
+    tunebench::cache::Database v1(file_);
+    v1.exec(
+        "CREATE TABLE best (op TEXT NOT NULL, kernel_version TEXT NOT NULL, tuning_key TEXT NOT NULL, "
+        "device_name TEXT NOT NULL, device_cc TEXT NOT NULL, toolkit TEXT NOT NULL, timing_mode TEXT NOT NULL, "
+        "config TEXT NOT NULL, p50_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (op, "
+        "kernel_version, tuning_key, device_name, device_cc, toolkit, timing_mode));"
+        "INSERT INTO best VALUES ('mxfp4_gemm', 'k1', 'M=8,N=4096,K=4096', 'NVIDIA H200', '9.0', 'cuda 13.0', "
+        "'kernel', 'B=7', 777, 1);"
+        "PRAGMA application_id = 1413631555; PRAGMA user_version = 1;");
+  }
+  ConfigCache cache(file_);
+  EXPECT_FALSE(cache.moved_aside());
+  EXPECT_EQ(cache.database().user_version(), ConfigCache::kSchemaVersion);
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->p50_ns, 777);
+  cache.store(key(), {ok("B=7", 700)}, std::nullopt);
+  EXPECT_EQ(cache.measurements(key()).size(), 1u);
+}
+
+TEST_F(ConfigCacheTest, NewerSchemaIsNotTouched) {
+  {
+    tunebench::cache::Database future(file_);
+    future.exec("PRAGMA application_id = 1413631555; PRAGMA user_version = 99; CREATE TABLE t (x);");
+  }
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("newer tunebench"), std::string::npos);
+  EXPECT_TRUE(cache.moved_aside());
+}
+
+// Several processes write one file at once: no "database is locked", no lost rows.
+TEST_F(ConfigCacheTest, ConcurrentWritersLoseNothing) {
+  { ConfigCache create(file_); }
+  constexpr int kProcs = 4, kKeys = 40;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        ConfigCache cache(file_);
+        for (int i = 0; i < kKeys; ++i) {
+          const Key k = key("p" + std::to_string(p) + "k" + std::to_string(i));
+          cache.store(k, {ok("B=1", i + 1), ok("B=2", i + 2)}, Best{"B=1", i + 1, 0});
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());
+        code = 1;
+      }
+      std::_Exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
+  }
+  ConfigCache cache(file_);
+  EXPECT_EQ(cache.list().size(), static_cast<std::size_t>(kProcs * kKeys));
+  EXPECT_EQ(cache.measured_keys().size(), static_cast<std::size_t>(kProcs * kKeys));
+  EXPECT_EQ(cache.database().integrity_check(), "ok");
+}
+
+TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 2000), ok("B=2", 1500)}, Best{"B=2", 1500, 0});
+    cache.store(key("M=1,N=4096,K=4096"), {ok("B=1", 900)}, Best{"B=1", 900, 0});
+  }
+  const std::string cli = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' ";
+  const auto run = [&](const std::string& args, std::string* out = nullptr) {
+    const std::string cmd = cli + args + " > '" + (dir_ / "out.txt").string() + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    if (out) {
+      std::ifstream f(dir_ / "out.txt");
+      *out = std::string(std::istreambuf_iterator<char>(f), {});
+    }
+    return WEXITSTATUS(rc);
+  };
+  std::string out;
+  EXPECT_EQ(run("list", &out), 0);
+  EXPECT_NE(out.find("M=8,N=4096,K=4096  B=2  p50 1.50 us"), std::string::npos) << out;
+  EXPECT_EQ(run("show mxfp4_gemm M=8,N=4096,K=4096", &out), 0);
+  EXPECT_NE(out.find("best: B=2"), std::string::npos) << out;
+  EXPECT_EQ(run("export '" + (dir_ / "export.json").string() + "'"), 0);
+  EXPECT_EQ(run("evict mxfp4_gemm M=8,N=4096,K=4096 B=2", &out), 0);
+  EXPECT_NE(out.find("evicted 2 rows"), std::string::npos) << out;
+  EXPECT_EQ(run("evict mxfp4_gemm M=8,N=4096,K=4096 B=2"), 1);  // nothing left to evict
+  EXPECT_EQ(run("show nope nope"), 1);
+  EXPECT_EQ(run("frobnicate"), 2);
+  {
+    ConfigCache cache(file_);
+    EXPECT_FALSE(cache.best(key()));
+  }
+  EXPECT_EQ(run("import '" + (dir_ / "export.json").string() + "'", &out), 0) << out;
+  ConfigCache cache(file_);
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->config, "B=2");
+  EXPECT_EQ(cache.measurements(key()).size(), 2u);
+  std::ofstream(dir_ / "bad.json") << "{\"entries\": [{\"key\": 3}]}";
+  EXPECT_EQ(run("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("not a tunebench-cache export"), std::string::npos) << out;
+}
