@@ -79,6 +79,8 @@ struct Bf16Workload final : Workload {
 
 }  // namespace
 
+std::string Bf16GemmOp::kernel_version() const { return "cublasLt-" + std::to_string(cublasLtGetVersion()); }
+
 std::vector<Config> Bf16GemmOp::config_space(SpaceKind) const {
   std::vector<std::int64_t> algos(kRequestedAlgos);
   for (int i = 0; i < kRequestedAlgos; ++i) algos[static_cast<std::size_t>(i)] = i;

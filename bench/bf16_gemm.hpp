@@ -54,6 +54,8 @@ class Bf16GemmOp final : public Op {
   bool needs_gpu() const override { return true; }
   /// False: one dense GEMM per shape, no experts.
   bool routed() const override { return false; }
+  /// "cublasLt-<cublasLtGetVersion()>": the algorithms offered change with the library.
+  std::string kernel_version() const override;
   /// ALGO = 0..7 for both kinds.
   std::vector<Config> config_space(SpaceKind kind) const override;
 

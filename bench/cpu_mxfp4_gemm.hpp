@@ -43,6 +43,7 @@ class CpuMxfp4GemmOp final : public Op {
   std::string name() const override { return "cpu_mxfp4_gemm"; }
   benchmark::TimeUnit time_unit() const override { return benchmark::kMillisecond; }
   bool needs_gpu() const override { return false; }
+  std::string kernel_version() const override { return "cpu_mxfp4_gemm-1"; }
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tiles no larger than the problem (BLOCK_N <= N, BLOCK_K <= K), except the smallest tile of
   /// the default space, which runs any shape (clipped), so every valid shape has a config.

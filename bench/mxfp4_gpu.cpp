@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -209,6 +210,17 @@ Mxfp4GpuOp::Mxfp4GpuOp(bool foldscale, std::uint8_t scale_lo, std::uint8_t scale
     : foldscale_(foldscale), scale_lo_(scale_lo), scale_hi_(scale_hi) {}
 
 Mxfp4GpuOp::~Mxfp4GpuOp() = default;
+
+std::string Mxfp4GpuOp::kernel_version() const {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  for (unsigned char c : mxfp4_kernel_source()) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "mxfp4-%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
   std::vector<Config> out;

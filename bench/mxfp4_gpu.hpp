@@ -70,6 +70,8 @@ class Mxfp4GpuOp : public Op {
 
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return true; }
+  /// A hash of bench/kernels/mxfp4_gemm.cuh (FOLDSCALE is not part of it).
+  std::string kernel_version() const override;
   /// Parameters: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps splitting K within a block),
   /// STAGES, SPLIT_K (blocks splitting K). Default (40 configs, see the .cpp): decode tiles
   /// (BLOCK_M 8, BLOCK_N 16/32 shared by warps that split K), middle tiles (BLOCK_M 32/64) and

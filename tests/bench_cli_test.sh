@@ -2,13 +2,15 @@
 # End-to-end checks of the bench binary: stable listing, JSON that compare.py reads, the
 # no-GPU notice, and one-line errors with the right exit status on bad input.
 set -euo pipefail
-bench=${1:?usage: bench_cli_test.sh BENCH}
+bench=${1:?usage: bench_cli_test.sh BENCH TUNEBENCH_CACHE_CLI}
+cache_cli=${2:?usage: bench_cli_test.sh BENCH TUNEBENCH_CACHE_CLI}
 here=$(cd "$(dirname "$0")" && pwd)
 tiny=$here/data/dsv4f_decode_tiny.yaml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED
+unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE FLAGGEMS_MXFP4_FOLDSCALE
+export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels
 
 # Names do not depend on flags: listing with other flags gives the same names.
 "$bench" --benchmark_list_tests >"$work/list1"
@@ -44,6 +46,16 @@ for b in runs:
     assert b["label"].startswith("BLOCK_N="), b
     assert b["TFLOP/s"] > 0 and b["GB/s"] > 0, b
 PY
+# Run a tuned the 4 keys and cached them; run b found them there.
+[ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "expected 4 tuned keys in the cache: $("$cache_cli" list)"
+cmp -s <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/a.console") <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/b.console") \
+  || fail "run b did not use the configs run a tuned"
+"$cache_cli" evict cpu_mxfp4_gemm M=1,N=256,K=512 >/dev/null || fail "evict failed"
+[ "$("$cache_cli" list | wc -l)" -eq 3 ] || fail "evict left the key in the cache"
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 >/dev/null 2>&1 \
+  || fail "rerun after evict failed"
+[ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "the evicted key was not tuned again"
+
 /usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$work/a.json" "$work/b.json" >"$work/compare.txt" 2>&1 \
   || fail "compare.py: $(cat "$work/compare.txt")"
 grep -q 'cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/N:256/K:512/manual_time_pvalue' "$work/compare.txt" \
@@ -110,6 +122,8 @@ expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work
 expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer below 2^64" env TUNEBENCH_SEED=x "$bench"
 expect_error 2 "--tunebench_seed='18446744073709551616': expected a non-negative integer below 2^64" "$bench" --tunebench_seed=18446744073709551616
 expect_error 2 "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" env FLAGGEMS_MXFP4_FOLDSCALE=2 "$bench"
+expect_error 2 "USE_FLAGTUNE='on': expected 0 (plain autotune) or 1 (exhaustive)" env USE_FLAGTUNE=on "$bench"
+expect_error 2 "config cache" "$bench" --tunebench_shapes="$tiny" --tunebench_cache=/proc/nope/cache.sqlite
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
 expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
 expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op

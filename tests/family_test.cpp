@@ -14,6 +14,7 @@ class FakeMoeOp final : public tunebench::Op {
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return true; }
   bool routed() const override { return true; }
+  std::string kernel_version() const override { return "fake-1"; }
   std::vector<tunebench::Config> config_space(tunebench::SpaceKind) const override { return {{}}; }
   std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
     return nullptr;

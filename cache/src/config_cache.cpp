@@ -137,6 +137,17 @@ Status status_from_string(std::string_view text) {
 }
 
 ConfigCache::ConfigCache(const fs::path& path) : path_(path) {
+  std::error_code ec;
+  if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
+  if (ec) {
+    throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),
+                      SQLITE_CANTOPEN);
+  }
+  if (!fs::exists(path_, ec)) {
+    db_.emplace(path_);  // a new file: nothing to check, and a failure here is the real error
+    migrate();
+    return;
+  }
   open_checked();
   migrate();
 }

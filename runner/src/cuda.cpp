@@ -1,5 +1,6 @@
 #include "tunebench/cuda.hpp"
 
+#include <cstdio>
 #include <iostream>
 
 namespace tunebench {
@@ -97,6 +98,11 @@ DeviceInfo query_device(int ordinal) {
   DeviceInfo d;
   d.ordinal = ordinal;
   d.name = p.name;
+  char uuid[64];
+  const auto* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  d.uuid = uuid;
   d.cc_major = p.major;
   d.cc_minor = p.minor;
   d.sm_count = p.multiProcessorCount;

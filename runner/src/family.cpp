@@ -21,6 +21,19 @@ std::string family_name(const Op& op, const Shape& shape) {
 
 std::string reported_name(const Family& family) { return family.name + "/manual_time"; }
 
+cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context) {
+  if (!op.needs_gpu()) {
+    return {op.name(), op.kernel_version(), op.tuning_key(shape), context.host_name, "", "host", "host"};
+  }
+  return {op.name(),
+          op.kernel_version(),
+          op.tuning_key(shape),
+          context.device.name,
+          std::to_string(context.device.cc_major) + "." + std::to_string(context.device.cc_minor),
+          context.cuda_toolkit,
+          "event"};
+}
+
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets) {
   std::vector<Family> families;
   std::set<std::string> names;
@@ -64,25 +77,80 @@ void timing_loop(benchmark::State& state, const Family& family, Workload& work, 
   state.counters["GB/s"] = op.bytes(family.shape) * iterations / total_s / 1e9;
 }
 
+// The cached best config of the family's key, else the winner of a sweep that is stored.
+Config choose_config(const Family& family, const RunContext& context, const RunTimer& time_run) {
+  const Op& op = *family.op;
+  const cache::Key key = cache_key(op, family.shape, context);
+  std::vector<cache::Measurement> known;
+  if (context.cache) {
+    if (const auto best = context.cache->best(key)) {
+      try {
+        Config config = Config::parse(best->config);
+        if (op.can_implement(config, family.shape, context.device)) return config;
+      } catch (const ConfigError&) {
+        // A config this op no longer understands: tune again.
+      }
+    }
+    known = context.cache->measurements(key);
+  }
+  const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
+  TuneOutcome outcome;
+  try {
+    outcome = autotune(op, family.shape, context.device, time_run, context.tune, known, uuid);
+  } catch (const CudaError&) {
+    // A sticky error: keep what was learnt (the failing config above all), then give up.
+    if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
+    throw;
+  }
+  std::optional<cache::Best> best;
+  if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};
+  if (context.cache) context.cache->store(key, outcome.results, best);
+  if (!outcome.found()) {
+    std::string why = "no config ran";
+    for (const auto& m : outcome.results) {
+      if (m.status != cache::Status::kOk) {
+        why += " (" + std::string(cache::to_string(m.status)) + " [" + m.config + "]: " + m.error + ")";
+        break;
+      }
+    }
+    if (outcome.results.empty()) {
+      why += " (" + std::to_string(outcome.rejected) + " rejected by can_implement, " +
+             std::to_string(outcome.reused_failures) + " failed in an earlier run)";
+    }
+    throw std::runtime_error(why);
+  }
+  return outcome.best;
+}
+
 void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
   const Op& op = *family.op;
   if (op.needs_gpu() && !context.gpu_available) {
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
-  const Config config = op.default_config(family.shape, context.device);
-  state.SetLabel(config.str());
   auto work = op.prepare(family.shape, context.seed);
   if (!op.needs_gpu()) {
-    op.run(*work, config, nullptr);  // warm caches and lazy set-up, outside the measurement
     HostTimer timer;
+    const Config config = choose_config(family, context, [&](const Config& c) {
+      timer.start();
+      op.run(*work, c, nullptr);
+      return timer.stop();
+    });
+    state.SetLabel(config.str());
+    op.run(*work, config, nullptr);  // warm caches and lazy set-up, outside the measurement
     timing_loop(state, family, *work, config, nullptr, timer);
     return;
   }
   Stream stream;
-  op.run(*work, config, stream.get());  // compiles and loads the kernel, outside the measurement
-  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   EventTimer timer(stream.get());
+  const Config config = choose_config(family, context, [&](const Config& c) {
+    timer.start();
+    op.run(*work, c, stream.get());
+    return timer.stop();
+  });
+  state.SetLabel(config.str());
+  op.run(*work, config, stream.get());
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   timing_loop(state, family, *work, config, stream.get(), timer);
 }
 

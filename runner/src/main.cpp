@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -18,6 +19,23 @@
 
 namespace tunebench {
 namespace {
+
+// The CPU model, the "device" of host ops' cache keys (a tuned CPU tile fits one CPU).
+std::string host_cpu_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) break;
+      std::string name = line.substr(colon + 1);
+      name.erase(0, name.find_first_not_of(" \t"));
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (!name.empty()) return name;
+    }
+  }
+  return "unknown CPU";
+}
 
 bool has_flag(int argc, char** argv, std::string_view flag) {
   for (int i = 1; i < argc; ++i) {
@@ -84,10 +102,21 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   context->gpu_available = gpu.available();
   context->gpu_reason = gpu.reason;
   context->seed = opt.seed;
+  context->tune.space = opt.space;
+  context->host_name = host_cpu_name();
   if (gpu.available()) {
     TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));
     context->device = query_device(0);
+    int runtime = 0;
+    TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    context->cuda_toolkit = "cuda " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
   }
+  if (!listing) {
+    const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
+    context->cache = std::make_shared<cache::ConfigCache>(path);
+    benchmark::AddCustomContext("tunebench_cache", path.string());
+  }
+  benchmark::AddCustomContext("tunebench_autotune_space", opt.space == SpaceKind::kExpanded ? "expanded" : "default");
 
   std::size_t gpu_selected = 0;
   for (const auto& family : families) {

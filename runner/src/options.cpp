@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "tunebench/autotuner.hpp"
 #include "tunebench/main.hpp"
 
 namespace tunebench {
@@ -31,6 +32,7 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
     opt.shapes = env;
   }
   if (const char* env = std::getenv("TUNEBENCH_SEED")) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
+  opt.space = space_from_env();
 
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -51,8 +53,11 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       opt.shapes = std::string(value);
     } else if (name == "--tunebench_seed") {
       opt.seed = parse_seed(value, name);
+    } else if (name == "--tunebench_cache") {
+      if (value.empty()) throw std::invalid_argument("--tunebench_cache: expected a cache file");
+      opt.cache = std::string(value);
     } else {
-      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed)");
+      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache)");
     }
   }
   *argc = kept;

@@ -17,6 +17,7 @@ class SumOp final : public tunebench::Op {
   std::string name() const override { return "cpu_my_sum"; }
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return false; }
+  std::string kernel_version() const override { return "sum-1"; }
   std::vector<tunebench::Config> config_space(tunebench::SpaceKind) const override {
     return tunebench::cartesian_product({{"UNROLL", {1}}});
   }

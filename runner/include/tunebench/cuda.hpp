@@ -98,6 +98,7 @@ class DeviceBuffer {
 struct DeviceInfo {
   int ordinal = -1;                   ///< CUDA device ordinal, -1 for the reference description
   std::string name;                   ///< e.g. "NVIDIA H200"
+  std::string uuid;                   ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
   int cc_major = 0, cc_minor = 0;     ///< compute capability
   int sm_count = 0;                   ///< streaming multiprocessors
   int max_threads_per_block = 0;

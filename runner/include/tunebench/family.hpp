@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tunebench/autotuner.hpp"
+#include "tunebench/cache/config_cache.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/op.hpp"
 #include "tunebench/shape.hpp"
@@ -39,12 +41,24 @@ struct RunContext {
   std::uint64_t seed = 0;      ///< input seed, the same for every benchmark of a run
   /// The measurement device (ordinal 0), or sm90_reference_device() when there is none.
   DeviceInfo device = sm90_reference_device();
+  /// Where tuned configs are kept; null tunes every benchmark afresh and keeps nothing.
+  std::shared_ptr<cache::ConfigCache> cache;
+  TuneOptions tune;            ///< how a key that is not cached gets tuned
+  std::string host_name;       ///< the CPU model, the "device" of host ops' cache keys
+  std::string cuda_toolkit;    ///< "cuda <major>.<minor>" of the runtime, for GPU ops' keys
 };
 
+/// The cache key of `op` on `shape` in this run: its kernel version and tuning key, the device
+/// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
+/// host ops, "event" for GPU ops).
+cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
+
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
-/// the config as the label, counters TFLOP/s and GB/s (over the mean iteration time). A family
-/// of a GPU op on a machine without a GPU, or any exception from the op, ends that benchmark
-/// with SkipWithError and a reason; an iteration time that is zero or not finite likewise.
+/// the config as the label, counters TFLOP/s and GB/s (over the mean iteration time). The
+/// config is the cached best of the family's key; a key not in the cache is autotuned first,
+/// outside the measured time, and the result stored. A family of a GPU op on a machine without
+/// a GPU, a sweep in which no config ran, or any exception from the op ends that benchmark with
+/// SkipWithError and a reason; an iteration time that is zero or not finite likewise.
 void register_family(const Family& family, std::shared_ptr<const RunContext> context);
 
 }  // namespace tunebench

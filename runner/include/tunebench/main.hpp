@@ -19,6 +19,11 @@ struct Options {
   std::filesystem::path shapes;
   /// Input seed: --tunebench_seed=N, else $TUNEBENCH_SEED, else 0.
   std::uint64_t seed = 0;
+  /// Config cache file: --tunebench_cache=FILE, else cache::default_cache_path()
+  /// ($TUNEBENCH_CACHE, then the XDG cache folder). Empty here means that default.
+  std::filesystem::path cache;
+  /// USE_FLAGTUNE=1: autotune over the expanded config space (exhaustive search).
+  SpaceKind space = SpaceKind::kDefault;
 };
 
 /// Removes the --tunebench_* flags from argv (argc adjusted) and reads them and the
@@ -27,7 +32,8 @@ struct Options {
 Options parse_options(int* argc, char** argv, const std::filesystem::path& default_shapes);
 
 /// Runs bench: parses flags (Google Benchmark's and tunebench's), loads the shape sets,
-/// registers every op x set x shape family and runs those --benchmark_filter selects.
+/// registers every op x set x shape family and runs those --benchmark_filter selects, each with
+/// its cached config, autotuned (and cached) before its timing loop when the cache has none.
 /// Without --benchmark_filter it selects `default_filter_gpu` when a GPU is present and some op
 /// needs one, else `default_filter_cpu`. Selected GPU families on a machine without a GPU are
 /// reported in one line and end with SkipWithError (a failed benchmark is an entry with

@@ -57,6 +57,15 @@ class Op {
   /// True when the op routes tokens over experts; its names then carry E and topk.
   virtual bool routed() const { return false; }
 
+  /// Identifies the kernel code: tuned configs are cached per kernel version, so changing the
+  /// kernel retunes. A hash of the kernel source, or a library's version for library ops.
+  /// Compile-time variants an A/B compares (FOLDSCALE) are deliberately not part of it.
+  virtual std::string kernel_version() const = 0;
+
+  /// The shape's tuning key: shapes with equal keys share one tuned config. The default is the
+  /// shape itself, tuning_key_for(shape, routed(), MBucket::kExact).
+  virtual std::string tuning_key(const Shape& shape) const;
+
   /// The configs to consider, in a fixed order. Never empty for kDefault.
   virtual std::vector<Config> config_space(SpaceKind kind) const = 0;
 
@@ -96,5 +105,18 @@ class Op {
 };
 
 using OpList = std::vector<std::shared_ptr<const Op>>;
+
+/// How a tuning key rounds M, for ops whose best config changes slowly with the token count.
+enum class MBucket {
+  kExact,     ///< M itself
+  kNextPow2,  ///< the next power of two >= M (1, 2, 4, ..., as triton_kernels buckets)
+  kAlign32,   ///< M rounded up to a multiple of 32
+};
+
+/// M after bucketing (m > 0).
+std::int64_t bucket_m(std::int64_t m, MBucket bucket);
+
+/// "M=<bucketed m>,N=<n>,K=<k>", plus ",E=<experts>,topk=<top_k>" when `routed`.
+std::string tuning_key_for(const Shape& shape, bool routed, MBucket bucket);
 
 }  // namespace tunebench

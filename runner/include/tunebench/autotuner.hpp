@@ -1,0 +1,62 @@
+#pragma once
+// The autotuner: times an op's configs for one tuning key and picks the winner.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tunebench/cache/config_cache.hpp"
+#include "tunebench/op.hpp"
+
+namespace tunebench {
+
+/// How a sweep runs. Plain autotune (the default space) is the common case; USE_FLAGTUNE=1
+/// selects the expanded space for an exhaustive search.
+struct TuneOptions {
+  SpaceKind space = SpaceKind::kDefault;
+  int warmup = 1;            ///< untimed runs before each config's repetitions
+  int min_repetitions = 3;   ///< timed runs per config, at least
+  int max_repetitions = 15;  ///< and at most; between them, as many as fit budget_per_config
+  std::chrono::nanoseconds budget_per_config = std::chrono::milliseconds(100);
+  /// A config whose runs (warmup included) exceed this is stopped between runs and recorded as
+  /// status timeout. A kernel that never returns cannot be stopped in-process.
+  std::chrono::nanoseconds timeout_per_config = std::chrono::seconds(20);
+  /// Configs whose p50 is within this fraction of the fastest p50 tie; the earliest in the
+  /// op's config order wins, so a rerun under the same noise picks the same config.
+  double tie_tolerance = 0.01;
+};
+
+/// The space named by USE_FLAGTUNE: unset or "0" the default space, "1" the expanded one;
+/// anything else throws std::invalid_argument naming the variable and the accepted values.
+SpaceKind space_from_env();
+
+/// Outcome of a sweep.
+struct TuneOutcome {
+  Config best;                              ///< empty when no config ran successfully
+  std::int64_t best_p50_ns = 0;
+  std::vector<cache::Measurement> results;  ///< every config timed or failed in this sweep
+  int reused_failures = 0;                  ///< configs skipped because a stored result failed
+  int rejected = 0;                         ///< configs can_implement rejected
+  bool found() const { return !best.empty(); }
+};
+
+/// Times one run of `config` and returns its time (kernel time for GPU ops). Throws on failure.
+using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
+
+/// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device`:
+/// warmup runs, then repetitions; p20/p50/p80 of the repetitions, p50 the score. Configs whose
+/// stored result in `known` failed are skipped (a rerun does not retry them); every other
+/// config's outcome is in results, failures included: compile_failed (an exception whose
+/// message starts "compile_failed"), launch_failed (any other exception), timeout. A CudaError
+/// that leaves the context unusable (sticky) is rethrown after the sweep records it: nothing
+/// later in this process can run.
+TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device, const RunTimer& time_run,
+                     const TuneOptions& options, const std::vector<cache::Measurement>& known = {},
+                     const std::string& device_uuid = "");
+
+/// The nearest-rank q-quantile (0 <= q <= 1) of `samples` (not empty), in their unit.
+std::int64_t quantile(std::vector<std::int64_t> samples, double q);
+
+}  // namespace tunebench

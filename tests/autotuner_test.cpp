@@ -1,0 +1,174 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "cpu_mxfp4_gemm.hpp"
+#include "tunebench/autotuner.hpp"
+#include "tunebench/timer.hpp"
+
+using tunebench::Config;
+using tunebench::cache::Status;
+
+namespace {
+
+// Four configs B=1..4; B=4 is rejected by can_implement.
+class FakeOp final : public tunebench::Op {
+ public:
+  std::string name() const override { return "fake"; }
+  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
+  bool needs_gpu() const override { return false; }
+  std::string kernel_version() const override { return "fake-1"; }
+  std::vector<Config> config_space(tunebench::SpaceKind kind) const override {
+    if (kind == tunebench::SpaceKind::kExpanded) return tunebench::cartesian_product({{"B", {1, 2, 3, 4, 5}}});
+    return tunebench::cartesian_product({{"B", {1, 2, 3, 4}}});
+  }
+  bool can_implement(const Config& c, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
+    return c.get("B") != 4;
+  }
+  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
+  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
+  double flops(const tunebench::Shape&) const override { return 1; }
+  double bytes(const tunebench::Shape&) const override { return 1; }
+};
+
+const tunebench::Shape kShape{"s", "w", 8, 64, 64, 8, 2, std::nullopt};
+const auto kDevice = tunebench::sm90_reference_device();
+
+tunebench::RunTimer fixed(std::map<std::int64_t, std::int64_t> ns) {
+  return [ns](const Config& c) { return std::chrono::nanoseconds(ns.at(c.get("B"))); };
+}
+
+}  // namespace
+
+TEST(Autotuner, PicksTheFastestAndRecordsEveryConfig) {
+  tunebench::TuneOptions o;
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 3000}, {2, 1000}, {3, 2000}}), o);
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "B=2");
+  EXPECT_EQ(out.best_p50_ns, 1000);
+  ASSERT_EQ(out.results.size(), 3u);
+  EXPECT_EQ(out.rejected, 1);
+  for (const auto& m : out.results) {
+    EXPECT_EQ(m.status, Status::kOk);
+    EXPECT_TRUE(m.p20_ns && m.p50_ns && m.p80_ns);
+  }
+}
+
+TEST(Autotuner, TiesWithinNoiseGoToTheEarliestConfig) {
+  tunebench::TuneOptions o;  // 1% tolerance
+  auto out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 1005}, {2, 1000}, {3, 1200}}), o);
+  EXPECT_EQ(out.best.str(), "B=1");
+  out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 1020}, {2, 1000}, {3, 1000}}), o);
+  EXPECT_EQ(out.best.str(), "B=2");
+  o.tie_tolerance = 0;
+  out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 1005}, {2, 1000}, {3, 1200}}), o);
+  EXPECT_EQ(out.best.str(), "B=2");
+}
+
+TEST(Autotuner, FailuresAreDataAndStoredFailuresAreNotRetried) {
+  tunebench::TuneOptions o;
+  const tunebench::RunTimer timer = [](const Config& c) -> std::chrono::nanoseconds {
+    if (c.get("B") == 1) throw std::runtime_error("compile_failed: error: too many registers");
+    if (c.get("B") == 2) throw std::runtime_error("illegal launch");
+    return std::chrono::nanoseconds(500);
+  };
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, timer, o, {}, "GPU-x");
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "B=3");
+  ASSERT_EQ(out.results.size(), 3u);
+  EXPECT_EQ(out.results[0].status, Status::kCompileFailed);
+  EXPECT_EQ(out.results[0].error, "compile_failed: error: too many registers");
+  EXPECT_EQ(out.results[1].status, Status::kLaunchFailed);
+  EXPECT_FALSE(out.results[1].p50_ns);
+  EXPECT_EQ(out.results[2].device_uuid, "GPU-x");
+
+  int calls = 0;
+  const tunebench::RunTimer counting = [&](const Config&) {
+    ++calls;
+    return std::chrono::nanoseconds(700);
+  };
+  const auto rerun = tunebench::autotune(FakeOp(), kShape, kDevice, counting, o, out.results);
+  EXPECT_EQ(rerun.reused_failures, 2);
+  EXPECT_EQ(rerun.results.size(), 1u);  // only B=3 timed again
+  EXPECT_GT(calls, 0);
+
+  const auto none = tunebench::autotune(FakeOp(), kShape, kDevice, [](const Config&) -> std::chrono::nanoseconds {
+    throw std::runtime_error("always");
+  }, o);
+  EXPECT_FALSE(none.found());
+}
+
+TEST(Autotuner, RepetitionsFollowTheBudgetAndTimeoutsStopAConfig) {
+  tunebench::TuneOptions o;
+  o.warmup = 1;
+  o.min_repetitions = 3;
+  o.max_repetitions = 9;
+  o.budget_per_config = std::chrono::nanoseconds(4000);
+  std::map<std::int64_t, int> calls;
+  const tunebench::RunTimer timer = [&](const Config& c) {
+    ++calls[c.get("B")];
+    return std::chrono::nanoseconds(c.get("B") == 1 ? 1000 : 100);
+  };
+  tunebench::autotune(FakeOp(), kShape, kDevice, timer, o);
+  EXPECT_EQ(calls[1], 1 + 4);  // 4 runs fit 4000 ns
+  EXPECT_EQ(calls[2], 1 + 9);  // capped at max
+
+  o.timeout_per_config = std::chrono::milliseconds(30);
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, [](const Config& c) {
+    if (c.get("B") == 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return std::chrono::nanoseconds(1000);
+  }, o);
+  EXPECT_EQ(out.results[1].status, Status::kTimeout);
+  EXPECT_EQ(out.best.str(), "B=1");
+}
+
+TEST(Autotuner, SpaceFromEnvAndQuantiles) {
+  ::unsetenv("USE_FLAGTUNE");
+  EXPECT_EQ(tunebench::space_from_env(), tunebench::SpaceKind::kDefault);
+  ::setenv("USE_FLAGTUNE", "1", 1);
+  EXPECT_EQ(tunebench::space_from_env(), tunebench::SpaceKind::kExpanded);
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 5}, {2, 4}, {3, 3}, {5, 1}}),
+                                       {tunebench::space_from_env()});
+  EXPECT_EQ(out.best.str(), "B=5");  // only in the expanded space
+  ::setenv("USE_FLAGTUNE", "yes", 1);
+  EXPECT_THROW(tunebench::space_from_env(), std::invalid_argument);
+  ::unsetenv("USE_FLAGTUNE");
+  EXPECT_EQ(tunebench::quantile({5, 1, 4, 2, 3}, 0.5), 3);
+  EXPECT_EQ(tunebench::quantile({5, 1, 4, 2, 3}, 0.2), 2);
+  EXPECT_EQ(tunebench::quantile({5, 1, 4, 2, 3}, 0.8), 4);
+  EXPECT_EQ(tunebench::quantile({7}, 0.8), 7);
+}
+
+TEST(TuningKey, BucketsM) {
+  EXPECT_EQ(tunebench::bucket_m(1, tunebench::MBucket::kNextPow2), 1);
+  EXPECT_EQ(tunebench::bucket_m(5, tunebench::MBucket::kNextPow2), 8);
+  EXPECT_EQ(tunebench::bucket_m(64, tunebench::MBucket::kNextPow2), 64);
+  EXPECT_EQ(tunebench::bucket_m(1, tunebench::MBucket::kAlign32), 32);
+  EXPECT_EQ(tunebench::bucket_m(33, tunebench::MBucket::kAlign32), 64);
+  EXPECT_EQ(tunebench::bucket_m(37, tunebench::MBucket::kExact), 37);
+  EXPECT_EQ(tunebench::tuning_key_for(kShape, true, tunebench::MBucket::kNextPow2), "M=8,N=64,K=64,E=8,topk=2");
+  EXPECT_EQ(FakeOp().tuning_key(kShape), "M=8,N=64,K=64");
+}
+
+// The real CPU op through the real host timer: a sweep over its default space.
+TEST(Autotuner, TunesTheCpuReference) {
+  const tunebench::bench::CpuMxfp4GemmOp op;
+  const tunebench::Shape s{"s", "w", 2, 256, 512, 8, 2, std::nullopt};
+  auto work = op.prepare(s, 3);
+  tunebench::HostTimer timer;
+  tunebench::TuneOptions o;
+  o.budget_per_config = std::chrono::milliseconds(5);
+  const auto out = tunebench::autotune(op, s, kDevice, [&](const Config& c) {
+    timer.start();
+    op.run(*work, c, nullptr);
+    return timer.stop();
+  }, o);
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.results.size() + static_cast<std::size_t>(out.rejected), op.config_space(tunebench::SpaceKind::kDefault).size());
+  for (const auto& m : out.results) {
+    EXPECT_EQ(m.status, Status::kOk) << m.config << ": " << m.error;
+    EXPECT_LE(out.best_p50_ns, static_cast<std::int64_t>(*m.p50_ns * 1.01) + 1);
+  }
+}
