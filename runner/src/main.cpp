@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "tunebench/cuda.hpp"
+#include "tunebench/cupti_timer.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
@@ -110,6 +111,12 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     int runtime = 0;
     TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
     context->cuda_toolkit = "cuda " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    context->timing_mode = opt.timing;
+    std::string why;
+    if (opt.timing == "kernel" && any_gpu_op && !listing && !CuptiTimer::available(&why)) {
+      std::cerr << "bench: CUPTI cannot be used (" << why << "): timing GPU ops with CUDA events, launch overhead included\n";
+      context->timing_mode = "event";
+    }
   }
   if (!listing) {
     const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
@@ -139,7 +146,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     benchmark::AddCustomContext("gpu_compute_capability", std::to_string(context->device.cc_major) +
                                                               "." + std::to_string(context->device.cc_minor));
     benchmark::AddCustomContext("gpu_sm_count", std::to_string(context->device.sm_count));
-    benchmark::AddCustomContext("timing_mode", "event");
+    benchmark::AddCustomContext("timing_mode", context->timing_mode);
   }
 
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();

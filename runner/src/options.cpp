@@ -33,6 +33,11 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
   }
   if (const char* env = std::getenv("TUNEBENCH_SEED")) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
   opt.space = space_from_env();
+  const auto check_timing = [](const std::string& v, const std::string& what) {
+    if (v != "kernel" && v != "event") throw std::invalid_argument(what + "='" + v + "': expected kernel or event");
+    return v;
+  };
+  if (const char* env = std::getenv("TUNEBENCH_TIMING")) opt.timing = check_timing(env, "TUNEBENCH_TIMING");
 
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -53,11 +58,13 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       opt.shapes = std::string(value);
     } else if (name == "--tunebench_seed") {
       opt.seed = parse_seed(value, name);
+    } else if (name == "--tunebench_timing") {
+      opt.timing = check_timing(std::string(value), name);
     } else if (name == "--tunebench_cache") {
       if (value.empty()) throw std::invalid_argument("--tunebench_cache: expected a cache file");
       opt.cache = std::string(value);
     } else {
-      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache)");
+      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing)");
     }
   }
   *argc = kept;

@@ -46,11 +46,14 @@ struct RunContext {
   TuneOptions tune;            ///< how a key that is not cached gets tuned
   std::string host_name;       ///< the CPU model, the "device" of host ops' cache keys
   std::string cuda_toolkit;    ///< "cuda <major>.<minor>" of the runtime, for GPU ops' keys
+  /// How GPU ops are timed: "kernel" (CUPTI kernel durations) or "event" (CUDA events around
+  /// the launches, launch overhead included; the fallback when CUPTI cannot be used).
+  std::string timing_mode = "kernel";
 };
 
 /// The cache key of `op` on `shape` in this run: its kernel version and tuning key, the device
 /// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
-/// host ops, "event" for GPU ops).
+/// host ops, context.timing_mode for GPU ops).
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
 
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,

@@ -24,6 +24,8 @@ struct Options {
   std::filesystem::path cache;
   /// USE_FLAGTUNE=1: autotune over the expanded config space (exhaustive search).
   SpaceKind space = SpaceKind::kDefault;
+  /// GPU timing: --tunebench_timing=kernel|event, else $TUNEBENCH_TIMING, else "kernel".
+  std::string timing = "kernel";
 };
 
 /// Removes the --tunebench_* flags from argv (argc adjusted) and reads them and the

@@ -1,0 +1,42 @@
+#pragma once
+// Kernel-level timing with the CUPTI activity API: the GPU's own start and end of each kernel,
+// without the launch overhead CUDA events include.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tunebench/kernel_records.hpp"
+
+namespace tunebench {
+
+/// Times windows of work launched from the calling thread. CUPTI is started once per process
+/// (CONCURRENT_KERNEL activity records, a buffer per request, runtime and driver API callbacks
+/// to learn the correlation ids of the calls made inside a window). Kernels launched outside
+/// a window (an L2 flush, an input reset) or by other threads are not counted.
+class CuptiTimer {
+ public:
+  /// Whether CUPTI can be used in this process; if not, `reason` says why (e.g. another
+  /// profiler already subscribed). Starts CUPTI on the first call that succeeds.
+  static bool available(std::string* reason);
+
+  /// Requires available(). Windows opened on this thread belong to this timer.
+  CuptiTimer();
+  ~CuptiTimer();
+  CuptiTimer(const CuptiTimer&) = delete;
+  CuptiTimer& operator=(const CuptiTimer&) = delete;
+
+  /// Opens a window: the CUDA API calls this thread makes until end() are the op's.
+  void begin();
+  /// Closes the window (host cost: a vector append; no synchronization, no flush).
+  void end();
+  /// Waits for the device, forces CUPTI to deliver every record, and attributes them to the
+  /// windows closed since the last collect (in order). Throws std::runtime_error if CUPTI
+  /// dropped records (the times would be undercounted).
+  WindowTimes collect();
+
+ private:
+  std::vector<std::vector<std::uint32_t>> windows_;
+};
+
+}  // namespace tunebench
