@@ -125,6 +125,10 @@ expect_error 2 "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" env FLAGGEMS_MXFP
 expect_error 2 "TUNEBENCH_TIMING='cupti': expected kernel or event" env TUNEBENCH_TIMING=cupti "$bench"
 expect_error 2 "USE_FLAGTUNE='on': expected 0 (plain autotune) or 1 (exhaustive)" env USE_FLAGTUNE=on "$bench"
 expect_error 2 "config cache" "$bench" --tunebench_shapes="$tiny" --tunebench_cache=/proc/nope/cache.sqlite
+expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"
+expect_error 2 "does not exist" "$bench" --benchmark_out="$work/no/such/out.json"
+expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_KERNEL_CACHE="$tiny" "$bench"
+expect_error 2 "TUNEBENCH_SHAPES: $work/none: no such shape file or folder" env TUNEBENCH_SHAPES="$work/none" "$bench"
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
 expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
 expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op

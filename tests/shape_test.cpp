@@ -146,6 +146,15 @@ TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
   EXPECT_THROW(tunebench::load_shape_path(dir_ / "empty"), ShapeError);
   EXPECT_THROW(tunebench::load_shape_file(dir_ / "nope.yaml"), ShapeError);
   EXPECT_THROW(tunebench::load_shape_file(dir_), ShapeError);  // a folder is not a file
+  fs::create_directories(dir_ / "linked");
+  write("linked/good.yaml", kGood);
+  fs::create_symlink(dir_ / "gone.yaml", dir_ / "linked" / "x.yaml");
+  try {
+    tunebench::load_shape_path(dir_ / "linked");
+    FAIL() << "a broken link was skipped silently";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.yaml: broken symbolic link"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {

@@ -65,6 +65,26 @@ std::string redirect_output(int argc, char** argv, std::string& storage) {
   return {};
 }
 
+// Paths that would only fail after the whole run, checked before it starts.
+void check_paths(const std::string& out_file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!out_file.empty()) {
+    const fs::path out(out_file);
+    if (fs::is_directory(out, ec)) {
+      throw std::invalid_argument("--benchmark_out=" + out_file + ": is a folder, expected a file name");
+    }
+    const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec)) {
+      throw std::invalid_argument("--benchmark_out=" + out_file + ": folder " + parent.string() + " does not exist");
+    }
+  }
+  if (const char* dir = std::getenv("TUNEBENCH_KERNEL_CACHE"); dir && *dir && fs::exists(dir, ec) &&
+      !fs::is_directory(dir, ec)) {
+    throw std::invalid_argument(std::string("TUNEBENCH_KERNEL_CACHE='") + dir + "': is not a folder");
+  }
+}
+
 int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
         const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
   const Options opt = parse_options(&argc, argv, default_shapes);
@@ -72,10 +92,18 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
   std::string out_flag;
   const std::string out_file = redirect_output(argc, argv, out_flag);
+  check_paths(out_file);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
-  const auto sets = load_shape_path(opt.shapes);
+  std::vector<ShapeSet> sets;
+  try {
+    sets = load_shape_path(opt.shapes);
+  } catch (const ShapeError& e) {
+    const char* env = std::getenv("TUNEBENCH_SHAPES");
+    if (env && opt.shapes == env) throw ShapeError(std::string("TUNEBENCH_SHAPES: ") + e.what());
+    throw;
+  }
   const auto families = make_families(ops, sets);
   const GpuProbe gpu = probe_gpus();
   const bool any_gpu_op =
@@ -157,7 +185,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     if (std::filesystem::exists(partial, ec)) {
       std::filesystem::rename(partial, out_file, ec);
       if (ec) {
-        std::cerr << "bench: cannot move " << partial << " to " << out_file << ": " << ec.message() << "\n";
+        std::cerr << "bench: cannot move " << partial << " to " << out_file << " (" << ec.message()
+                  << "): the results are in " << partial << "\n";
         return 1;
       }
     }

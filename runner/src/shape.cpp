@@ -217,10 +217,15 @@ std::vector<ShapeSet> load_shape_path(const fs::path& path) {
   if (fs::is_directory(status)) {
     for (const auto& entry : fs::directory_iterator(path)) {
       const auto ext = entry.path().extension();
-      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+      if (ext != ".yaml" && ext != ".yml") continue;
+      std::error_code entry_ec;
+      if (entry.is_symlink(entry_ec) && !fs::exists(entry.path(), entry_ec)) {
+        throw ShapeError(entry.path().string() + ": broken symbolic link (expected a shape file)");
+      }
+      if (entry.is_regular_file(entry_ec)) files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    if (files.empty()) throw ShapeError(path.string() + ": folder holds no *.yaml shape file");
+    if (files.empty()) throw ShapeError(path.string() + ": folder holds no *.yaml or *.yml shape file");
   } else {
     files.push_back(path);
   }
