@@ -230,13 +230,16 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
     }
   };
   if (kind == SpaceKind::kExpanded) {
-    add({{"BLOCK_M", {8, 16, 32, 64, 128}},
-         {"BLOCK_N", {16, 32, 64, 128, 256}},
-         {"BLOCK_K", {64, 128, 256, 512}},
-         {"WARPS", {2, 4, 8}},
-         {"WARPS_K", {1, 2, 4}},
-         {"STAGES", {2, 3, 4, 6}},
-         {"SPLIT_K", {1, 2, 4, 8}}});
+    // A superset of the default space (hundreds of configs): the same families of tiles with
+    // more values on every axis, so an exhaustive search can only find the same or better.
+    add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {16, 32, 64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}},
+         {"WARPS_K", {1, 2, 4}}, {"STAGES", {3, 4, 6}}, {"SPLIT_K", {1, 2, 4}}});
+    add({{"BLOCK_M", {8, 32}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {2}},
+         {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
+    add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {64, 128, 256}}, {"WARPS", {4, 8}},
+         {"WARPS_K", {1, 2}}, {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1, 2, 4}}});
+    add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+         {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
     return out;
   }
   // Decode (few rows, weight-bound): small W tiles shared by warps that split K, so many
