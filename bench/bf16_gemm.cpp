@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "gemm_cost.hpp"
 #include "inputs.hpp"
 #include "mxfp4.hpp"
 
@@ -248,14 +249,10 @@ CheckResult Bf16GemmOp::check(Workload& work, const Config& config, cudaStream_t
   return result;
 }
 
-double Bf16GemmOp::flops(const Shape& s) const {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-}
+double Bf16GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }
 
 double Bf16GemmOp::bytes(const Shape& s) const {
-  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
-               k = static_cast<double>(s.k);
-  return 2.0 * n * k + 2.0 * m * k + 2.0 * m * n;
+  return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kBf16WeightBytes);
 }
 
 }  // namespace tunebench::bench

@@ -1,5 +1,6 @@
 #include "cpu_mxfp4_gemm.hpp"
 
+#include "gemm_cost.hpp"
 #include "inputs.hpp"
 
 #include <algorithm>
@@ -117,14 +118,10 @@ void CpuMxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t) con
                  config.get("BLOCK_K"));
 }
 
-double CpuMxfp4GemmOp::flops(const Shape& s) const {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-}
+double CpuMxfp4GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }
 
 double CpuMxfp4GemmOp::bytes(const Shape& s) const {
-  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
-               k = static_cast<double>(s.k);
-  return 0.53125 * n * k + 2.0 * m * k + 2.0 * m * n;
+  return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kMxfp4WeightBytes);
 }
 
 }  // namespace tunebench::bench

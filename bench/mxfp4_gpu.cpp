@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "cpu_mxfp4_gemm.hpp"
+#include "gemm_cost.hpp"
 #include "inputs.hpp"
 
 namespace tunebench::bench {
@@ -388,13 +389,10 @@ CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_
   return compare(w.out, w.ref);
 }
 
-double Mxfp4GemmOp::flops(const Shape& s) const {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-}
+double Mxfp4GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }
 
 double Mxfp4GemmOp::bytes(const Shape& s) const {
-  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k);
-  return 0.53125 * n * k + 2.0 * m * k + 2.0 * m * n;
+  return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kMxfp4WeightBytes);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,9 +573,7 @@ std::vector<std::uint16_t> last_output(const Workload& work) {
   throw std::invalid_argument("last_output: not an MXFP4 op's workload");
 }
 
-double Mxfp4MoeOp::flops(const Shape& s) const {
-  return 2.0 * static_cast<double>(s.m * s.top_k) * static_cast<double>(s.n) * static_cast<double>(s.k);
-}
+double Mxfp4MoeOp::flops(const Shape& s) const { return gemm_flops(dim(s.m * s.top_k), dim(s.n), dim(s.k)); }
 
 double Mxfp4MoeOp::bytes(const Shape& s) const {
   const double e = static_cast<double>(s.experts);
@@ -585,7 +581,7 @@ double Mxfp4MoeOp::bytes(const Shape& s) const {
   const double pairs = static_cast<double>(s.m * s.top_k);
   const double rows_a = s.gemm == "w13" ? static_cast<double>(s.m) : pairs;
   const double n = static_cast<double>(s.n), k = static_cast<double>(s.k);
-  return active * 0.53125 * n * k + 2.0 * rows_a * k + 2.0 * pairs * n;
+  return active * kMxfp4WeightBytes * n * k + 2.0 * rows_a * k + 2.0 * pairs * n;
 }
 
 }  // namespace tunebench::bench
