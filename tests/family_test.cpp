@@ -63,3 +63,10 @@ TEST(FamilyName, CollisionIsAnError) {
   const tunebench::OpList ops{std::make_shared<FakeMoeOp>(), std::make_shared<FakeMoeOp>()};
   EXPECT_THROW(tunebench::make_families(ops, {make_set("x")}), std::invalid_argument);
 }
+
+TEST(Roofline, PeaksAreTheMeasuredH200OnesAndUnknownElsewhere) {
+  const auto [bw, flops] = tunebench::roofline_peaks("NVIDIA H200");
+  EXPECT_DOUBLE_EQ(bw, 4243e9);
+  EXPECT_DOUBLE_EQ(flops, 790e12);
+  EXPECT_EQ(tunebench::roofline_peaks("NVIDIA A100-SXM4-80GB"), std::make_pair(0.0, 0.0));
+}

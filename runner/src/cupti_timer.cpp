@@ -95,6 +95,11 @@ bool CuptiTimer::available(std::string* reason) {
   return g_started;
 }
 
+unsigned CuptiTimer::version() {
+  uint32_t v = 0;
+  return cuptiGetVersion(&v) == CUPTI_SUCCESS ? v : 0;
+}
+
 CuptiTimer::CuptiTimer() {
   std::string why;
   if (!available(&why)) throw std::runtime_error("CUPTI unavailable: " + why);

@@ -22,6 +22,11 @@ std::string family_name(const Op& op, const Shape& shape) {
 
 std::string reported_name(const Family& family) { return family.name + "/manual_time"; }
 
+std::pair<double, double> roofline_peaks(const std::string& device_name) {
+  if (device_name.find("H200") != std::string::npos) return {4243e9, 790e12};
+  return {0, 0};
+}
+
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context) {
   if (!op.needs_gpu()) {
     return {op.name(), op.kernel_version(), op.tuning_key(shape), context.host_name, "", "host", "host"};
@@ -54,15 +59,24 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
 
 namespace {
 
-void set_rates(benchmark::State& state, const Family& family, double iterations, double total_s) {
+void set_rates(benchmark::State& state, const Family& family, const RunContext& context, double iterations,
+               double total_s) {
   // Counter::kIsRate divides by CPU time, not manual time, so the rates are computed here.
   state.counters["TFLOP/s"] = family.op->flops(family.shape) * iterations / total_s / 1e12;
   state.counters["GB/s"] = family.op->bytes(family.shape) * iterations / total_s / 1e9;
+  const RunContext* c = &context;
+  if (family.op->needs_gpu() && c->peak_bytes_per_s > 0 && c->peak_flops > 0) {
+    // The time the roofline allows (the larger of the compute and the memory floor) over the
+    // time measured.
+    const double floor_s = std::max(family.op->flops(family.shape) / c->peak_flops,
+                                    family.op->bytes(family.shape) / c->peak_bytes_per_s);
+    state.counters["roofline%"] = 100.0 * floor_s * iterations / total_s;
+  }
 }
 
 template <class Timer>
-void timing_loop(benchmark::State& state, const Family& family, Workload& work, const Config& config,
-                 cudaStream_t stream, Timer& timer) {
+void timing_loop(benchmark::State& state, const Family& family, const RunContext& context, Workload& work,
+                 const Config& config, cudaStream_t stream, Timer& timer) {
   const Op& op = *family.op;
   double total_s = 0;
   for (auto _ : state) {
@@ -78,15 +92,15 @@ void timing_loop(benchmark::State& state, const Family& family, Workload& work, 
     state.SetIterationTime(seconds);
     total_s += seconds;
   }
-  set_rates(state, family, static_cast<double>(state.iterations()), total_s);
+  set_rates(state, family, context, static_cast<double>(state.iterations()), total_s);
 }
 
 // Kernel-level timing without a CUPTI flush per iteration: every iteration but the last reports
 // a 1 ps placeholder; the last one synchronizes, collects every iteration's kernel records and
 // reports the rest of the total. Google Benchmark only ever uses the sum of a run's iteration
 // times, so the mean it reports is the mean kernel time.
-void kernel_timing_loop(benchmark::State& state, const Family& family, Workload& work, const Config& config,
-                        cudaStream_t stream) {
+void kernel_timing_loop(benchmark::State& state, const Family& family, const RunContext& context, Workload& work,
+                        const Config& config, cudaStream_t stream) {
   constexpr double kPlaceholder = 1e-12;
   CuptiTimer timer;
   const auto n = state.max_iterations;
@@ -115,7 +129,7 @@ void kernel_timing_loop(benchmark::State& state, const Family& family, Workload&
       return;
     }
     state.SetIterationTime(last);
-    set_rates(state, family, static_cast<double>(n), total_s);
+    set_rates(state, family, context, static_cast<double>(n), total_s);
   }
 }
 
@@ -180,7 +194,7 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     });
     state.SetLabel(config.str());
     op.run(*work, config, nullptr);  // warm caches and lazy set-up, outside the measurement
-    timing_loop(state, family, *work, config, nullptr, timer);
+    timing_loop(state, family, context, *work, config, nullptr, timer);
     return;
   }
   Stream stream;
@@ -197,7 +211,7 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     state.SetLabel(config.str());
     op.run(*work, config, stream.get());
     TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    kernel_timing_loop(state, family, *work, config, stream.get());
+    kernel_timing_loop(state, family, context, *work, config, stream.get());
     return;
   }
   EventTimer timer(stream.get());
@@ -209,7 +223,7 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   state.SetLabel(config.str());
   op.run(*work, config, stream.get());
   TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  timing_loop(state, family, *work, config, stream.get(), timer);
+  timing_loop(state, family, context, *work, config, stream.get(), timer);
 }
 
 }  // namespace

@@ -19,6 +19,8 @@ class CuptiTimer {
   /// Whether CUPTI can be used in this process; if not, `reason` says why (e.g. another
   /// profiler already subscribed). Starts CUPTI on the first call that succeeds.
   static bool available(std::string* reason);
+  /// cuptiGetVersion(): the CUPTI API version, 0 if it cannot be read.
+  static unsigned version();
 
   /// Requires available(). Windows opened on this thread belong to this timer.
   CuptiTimer();

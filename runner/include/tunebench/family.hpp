@@ -49,7 +49,17 @@ struct RunContext {
   /// How GPU ops are timed: "kernel" (CUPTI kernel durations) or "event" (CUDA events around
   /// the launches, launch overhead included; the fallback when CUPTI cannot be used).
   std::string timing_mode = "kernel";
+  /// Peaks for the "roofline%" counter of GPU ops (0: unknown device, no counter): memory
+  /// bandwidth in bytes/s and dense BF16 tensor-core rate in FLOP/s. See roofline_peaks().
+  double peak_bytes_per_s = 0;
+  double peak_flops = 0;
 };
+
+/// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy
+/// bandwidth (4243 GB/s, read + write) and the BF16 GEMM rate of a library GEMM on random data
+/// (790 TFLOP/s) measured on an H200 (docs/perf-mxfp4.md); {0, 0} for other devices. Measured
+/// rather than datasheet peaks, so 100% is what the card was seen to reach.
+std::pair<double, double> roofline_peaks(const std::string& device_name);
 
 /// The cache key of `op` on `shape` in this run: its kernel version and tuning key, the device
 /// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
