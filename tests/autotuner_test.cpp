@@ -172,3 +172,23 @@ TEST(Autotuner, TunesTheCpuReference) {
     EXPECT_LE(out.best_p50_ns, static_cast<std::int64_t>(*m.p50_ns * 1.01) + 1);
   }
 }
+
+// A config that leaves a sticky CUDA error ends the sweep with the config recorded.
+TEST(Autotuner, StickyCudaErrorEndsTheSweepWithTheConfigRecorded) {
+  int calls_after = 0;
+  const tunebench::RunTimer timer = [&](const Config& c) -> std::chrono::nanoseconds {
+    if (c.get("B") == 2) {
+      throw tunebench::CudaError("kernel at x.cu:1: cudaErrorIllegalAddress: an illegal memory access",
+                                 cudaErrorIllegalAddress, true);
+    }
+    if (c.get("B") == 3) ++calls_after;
+    return std::chrono::nanoseconds(100);
+  };
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, timer, tunebench::TuneOptions{});
+  EXPECT_FALSE(out.found());
+  EXPECT_NE(out.fatal_error.find("cudaErrorIllegalAddress"), std::string::npos);
+  ASSERT_EQ(out.results.size(), 2u);
+  EXPECT_EQ(out.results[1].config, "B=2");
+  EXPECT_EQ(out.results[1].status, Status::kLaunchFailed);
+  EXPECT_EQ(calls_after, 0);
+}

@@ -109,7 +109,8 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
     } catch (const CudaError& e) {
       out.results.push_back({text, Status::kLaunchFailed, std::nullopt, std::nullopt, std::nullopt,
                              one_line(e.what()), 0, device_uuid});
-      throw;
+      out.fatal_error = one_line(e.what());
+      return out;
     }
   }
   std::int64_t fastest = 0;

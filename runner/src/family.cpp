@@ -150,13 +150,12 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
     known = context.cache->measurements(key);
   }
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
-  TuneOutcome outcome;
-  try {
-    outcome = autotune(op, family.shape, context.device, time_run, context.tune, known, uuid);
-  } catch (const CudaError&) {
-    // A sticky error: keep what was learnt (the failing config above all), then give up.
+  const TuneOutcome outcome = autotune(op, family.shape, context.device, time_run, context.tune, known, uuid);
+  if (!outcome.fatal_error.empty()) {
+    // Keep what was learnt, the failing config above all, so no later run tries it again.
     if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
-    throw;
+    throw std::runtime_error("sticky CUDA error while tuning, the process cannot continue on this GPU: " +
+                             outcome.fatal_error);
   }
   std::optional<cache::Best> best;
   if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};

@@ -39,6 +39,10 @@ struct TuneOutcome {
   std::vector<cache::Measurement> results;  ///< every config timed or failed in this sweep
   int reused_failures = 0;                  ///< configs skipped because a stored result failed
   int rejected = 0;                         ///< configs can_implement rejected
+  /// Set when a config left a sticky CUDA error (illegal address and the like): the sweep
+  /// stopped there, that config is the last of results (launch_failed), and nothing else can
+  /// run in this process. best is then empty.
+  std::string fatal_error;
   bool found() const { return !best.empty(); }
 };
 
@@ -50,8 +54,8 @@ using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
 /// stored result in `known` failed are skipped (a rerun does not retry them); every other
 /// config's outcome is in results, failures included: compile_failed (an exception whose
 /// message starts "compile_failed"), launch_failed (any other exception), timeout. A CudaError
-/// that leaves the context unusable (sticky) is rethrown after the sweep records it: nothing
-/// later in this process can run.
+/// that leaves the context unusable (sticky) ends the sweep: the config is recorded and
+/// fatal_error set, so the caller can store what was learnt before giving up.
 TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device, const RunTimer& time_run,
                      const TuneOptions& options, const std::vector<cache::Measurement>& known = {},
                      const std::string& device_uuid = "");
