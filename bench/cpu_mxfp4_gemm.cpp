@@ -100,6 +100,9 @@ std::vector<Config> CpuMxfp4GemmOp::config_space(SpaceKind kind) const {
 }
 
 bool CpuMxfp4GemmOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo&) const {
+  // Sweeping a shape that takes seconds per run on a CPU would take many minutes: such shapes
+  // get the default tile alone (a sweep of one config is not timed).
+  if (flops(shape) > kMaxTunedFlops) return config == Config{{"BLOCK_N", 64}, {"BLOCK_K", 512}};
   // A tile larger than the problem is clipped to it, so it would only repeat a smaller config.
   return config.get("BLOCK_N") <= std::max<std::int64_t>(shape.n, 16) &&
          config.get("BLOCK_K") <= std::max<std::int64_t>(shape.k, 128);

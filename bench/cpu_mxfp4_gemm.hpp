@@ -45,8 +45,12 @@ class CpuMxfp4GemmOp final : public Op {
   bool needs_gpu() const override { return false; }
   std::string kernel_version() const override { return "cpu_mxfp4_gemm-1"; }
   std::vector<Config> config_space(SpaceKind kind) const override;
+  /// Above this many flops (about a second per run on two cores) only BLOCK_N=64,BLOCK_K=512
+  /// is offered, so the CPU reference's prefill shapes are not swept.
+  static constexpr double kMaxTunedFlops = 2e10;
   /// Tiles no larger than the problem (BLOCK_N <= N, BLOCK_K <= K), except the smallest tile of
-  /// the default space, which runs any shape (clipped), so every valid shape has a config.
+  /// the default space, which runs any shape (clipped), so every valid shape has a config; for
+  /// shapes over kMaxTunedFlops, BLOCK_N=64,BLOCK_K=512 alone.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;

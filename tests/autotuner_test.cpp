@@ -192,3 +192,17 @@ TEST(Autotuner, StickyCudaErrorEndsTheSweepWithTheConfigRecorded) {
   EXPECT_EQ(out.results[1].status, Status::kLaunchFailed);
   EXPECT_EQ(calls_after, 0);
 }
+
+TEST(Autotuner, ASingleCandidateIsChosenWithoutTiming) {
+  const tunebench::bench::CpuMxfp4GemmOp op;
+  const tunebench::Shape prefill{"s", "w13", 16384, 4096, 4096, 256, 6, std::nullopt};
+  int calls = 0;
+  const auto out = tunebench::autotune(op, prefill, kDevice, [&](const Config&) {
+    ++calls;
+    return std::chrono::nanoseconds(1);
+  }, tunebench::TuneOptions{});
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "BLOCK_N=64,BLOCK_K=512");
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(out.results.empty());
+}

@@ -49,7 +49,8 @@ struct TuneOutcome {
 /// Times one run of `config` and returns its time (kernel time for GPU ops). Throws on failure.
 using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
 
-/// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device`:
+/// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device` (when
+/// exactly one can, it is the winner untimed, best_p50_ns 0 and no results):
 /// warmup runs, then repetitions; p20/p50/p80 of the repetitions, p50 the score. Configs whose
 /// stored result in `known` failed are skipped (a rerun does not retry them); every other
 /// config's outcome is in results, failures included: compile_failed (an exception whose
