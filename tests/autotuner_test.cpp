@@ -129,8 +129,9 @@ TEST(Autotuner, SpaceFromEnvAndQuantiles) {
   EXPECT_EQ(tunebench::space_from_env(), tunebench::SpaceKind::kDefault);
   ::setenv("USE_FLAGTUNE", "1", 1);
   EXPECT_EQ(tunebench::space_from_env(), tunebench::SpaceKind::kExpanded);
-  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 5}, {2, 4}, {3, 3}, {5, 1}}),
-                                       {tunebench::space_from_env()});
+  tunebench::TuneOptions expanded;
+  expanded.space = tunebench::space_from_env();
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, fixed({{1, 5}, {2, 4}, {3, 3}, {5, 1}}), expanded);
   EXPECT_EQ(out.best.str(), "B=5");  // only in the expanded space
   ::setenv("USE_FLAGTUNE", "yes", 1);
   EXPECT_THROW(tunebench::space_from_env(), std::invalid_argument);
@@ -205,4 +206,17 @@ TEST(Autotuner, ASingleCandidateIsChosenWithoutTiming) {
   EXPECT_EQ(out.best.str(), "BLOCK_N=64,BLOCK_K=512");
   EXPECT_EQ(calls, 0);
   EXPECT_TRUE(out.results.empty());
+}
+
+TEST(Autotuner, OnlyTimesTheGivenContenders) {
+  tunebench::TuneOptions o;
+  o.only = {Config{{"B", 3}}, Config{{"B", 1}}};
+  std::map<std::int64_t, int> calls;
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, [&](const Config& c) {
+    ++calls[c.get("B")];
+    return std::chrono::nanoseconds(c.get("B") * 100);
+  }, o);
+  EXPECT_EQ(out.best.str(), "B=1");
+  EXPECT_EQ(calls.count(2), 0u);
+  EXPECT_EQ(out.results.size(), 2u);
 }

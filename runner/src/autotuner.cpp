@@ -93,16 +93,17 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   TuneOutcome out;
   std::vector<Config> order;
   std::vector<Config> candidates;
-  for (const auto& config : op.config_space(options.space)) {
+  const auto space = options.only.empty() ? op.config_space(options.space) : options.only;
+  for (const auto& config : space) {
     if (op.can_implement(config, shape, device)) candidates.push_back(config);
   }
   if (candidates.size() == 1) {
     // Nothing to choose between: not timed (p50 0 in the cache means "not measured").
     out.best = candidates[0];
-    out.rejected = static_cast<int>(op.config_space(options.space).size()) - 1;
+    out.rejected = static_cast<int>(space.size()) - 1;
     return out;
   }
-  for (const auto& config : op.config_space(options.space)) {
+  for (const auto& config : space) {
     if (!op.can_implement(config, shape, device)) {
       ++out.rejected;
       continue;

@@ -134,11 +134,12 @@ void kernel_timing_loop(benchmark::State& state, const Family& family, const Run
 }
 
 // The cached best config of the family's key, else the winner of a sweep that is stored.
-Config choose_config(const Family& family, const RunContext& context, const RunTimer& time_run) {
+Config choose_config(const Family& family, const RunContext& context, const RunTimer& time_run,
+                     const TuneOptions* options = nullptr) {
   const Op& op = *family.op;
   const cache::Key key = cache_key(op, family.shape, context);
   std::vector<cache::Measurement> known;
-  if (context.cache) {
+  if (context.cache && !options) {
     if (const auto best = context.cache->best(key)) {
       try {
         Config config = Config::parse(best->config);
@@ -150,7 +151,8 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
     known = context.cache->measurements(key);
   }
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
-  const TuneOutcome outcome = autotune(op, family.shape, context.device, time_run, context.tune, known, uuid);
+  const TuneOutcome outcome =
+      autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);
   if (!outcome.fatal_error.empty()) {
     // Keep what was learnt, the failing config above all, so no later run tries it again.
     if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
@@ -226,6 +228,37 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
 }
 
 }  // namespace
+
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
+  const Op& op = *family.op;
+  auto work = op.prepare(family.shape, context.seed);
+  if (!op.needs_gpu()) {
+    HostTimer timer;
+    return choose_config(family, context, [&](const Config& c) {
+      timer.start();
+      op.run(*work, c, nullptr);
+      return timer.stop();
+    }, options);
+  }
+  Stream stream;
+  if (context.timing_mode == "kernel") {
+    CuptiTimer timer;
+    return choose_config(family, context, [&](const Config& c) {
+      timer.begin();
+      op.run(*work, c, stream.get());
+      timer.end();
+      const WindowTimes t = timer.collect();
+      if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
+      return std::chrono::nanoseconds(t.ns[0]);
+    }, options);
+  }
+  EventTimer timer(stream.get());
+  return choose_config(family, context, [&](const Config& c) {
+    timer.start();
+    op.run(*work, c, stream.get());
+    return timer.stop();
+  }, options);
+}
 
 void register_family(const Family& family, std::shared_ptr<const RunContext> context) {
   benchmark::RegisterBenchmark(family.name.c_str(),

@@ -26,6 +26,8 @@ struct TuneOptions {
   /// Configs whose p50 is within this fraction of the fastest p50 tie; the earliest in the
   /// op's config order wins, so a rerun under the same noise picks the same config.
   double tie_tolerance = 0.01;
+  /// When not empty, only these configs are timed (to re-time the contenders of a key).
+  std::vector<Config> only;
 };
 
 /// The space named by USE_FLAGTUNE: unset or "0" the default space, "1" the expanded one;

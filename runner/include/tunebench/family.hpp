@@ -66,6 +66,11 @@ std::pair<double, double> roofline_peaks(const std::string& device_name);
 /// host ops, context.timing_mode for GPU ops).
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
 
+/// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
+/// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
+/// Throws std::runtime_error when no config runs (or CUDA left a sticky error).
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr);
+
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
 /// the config as the label, counters TFLOP/s and GB/s (over the mean iteration time). The
 /// config is the cached best of the family's key; a key not in the cache is autotuned first,
