@@ -1,5 +1,6 @@
 #include "tunebench/cache/config_cache.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <stdexcept>
@@ -259,6 +260,27 @@ std::vector<Measurement> ConfigCache::measurements(const Key& key) {
 
 void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   WriteTransaction tx(*db_);
+  store_rows(key, results, best);
+  tx.commit();
+}
+
+void ConfigCache::store(const std::vector<Entry>& entries) {
+  WriteTransaction tx(*db_);
+  for (const auto& e : entries) store_rows(e.key, e.results, e.best);
+  tx.commit();
+}
+
+std::vector<ConfigCache::Entry> ConfigCache::entries() {
+  std::vector<Entry> out;
+  for (const auto& k : measured_keys()) out.push_back({k, measurements(k), best(k)});
+  for (const auto& [k, b] : list()) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Entry& e) { return e.key == k; });
+    if (!seen) out.push_back({k, {}, b});
+  }
+  return out;
+}
+
+void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   for (const auto& m : results) {
     Statement s(*db_, (std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
                        ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid) VALUES "
@@ -274,7 +296,6 @@ void ConfigCache::store(const Key& key, const std::vector<Measurement>& results,
     s.bind_key(key).bind(8, best->config).bind(9, best->p50_ns).bind(10, best->updated_at ? best->updated_at : now_s());
     s.step();
   }
-  tx.commit();
 }
 
 int ConfigCache::erase(const Key& key, const std::string& config) {

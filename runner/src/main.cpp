@@ -16,6 +16,7 @@
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
+#include "tunebench/parallel_warmup.hpp"
 #include "tunebench/shape.hpp"
 #include "tunebench/version.hpp"
 
@@ -88,6 +89,7 @@ void check_paths(const std::string& out_file) {
 
 int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
         const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  const std::vector<std::string> original_args(argv + 1, argv + argc);  // for warmup children
   const Options opt = parse_options(&argc, argv, default_shapes);
   const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
@@ -153,6 +155,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     context->cache = std::make_shared<cache::ConfigCache>(path);
     benchmark::AddCustomContext("tunebench_cache", path.string());
   }
+  if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
   benchmark::AddCustomContext("tunebench_autotune_space", opt.space == SpaceKind::kExpanded ? "expanded" : "default");
 
   std::size_t gpu_selected = 0;
@@ -187,6 +190,35 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     benchmark::AddCustomContext("roofline_peaks", context->peak_flops > 0
         ? "measured on an H200: 4243 GB/s device-to-device copy, 790 TFLOP/s BF16 GEMM"
         : "unknown for this device: no roofline% counter");
+  }
+
+  if (opt.warmup_gpus >= 2 && !listing) {
+    // The sweep of every selected key the cache cannot answer, sharded over GPUs, before the
+    // serial measurement on the first one.
+    const auto tokens = device_tokens(std::getenv("CUDA_VISIBLE_DEVICES"), gpu.count);
+    std::vector<const Family*> untuned;
+    for (const auto& f : families) {
+      if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
+      if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
+    }
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const WarmupReport w = parallel_warmup(untuned, *context, opt.warmup_gpus, tokens,
+                                           ec ? std::string(argv[0]) : exe.string(), original_args);
+    std::string list;
+    for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
+    std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
+              << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+              << " shards failed, " << w.disagreeing.size() << " disagreements\n";
+    if (!w.disagreeing.empty()) {
+      std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
+                << "(re-timed on the measurement GPU): " << list << "\n";
+    }
+    benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(opt.warmup_gpus));
+    benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
+    benchmark::AddCustomContext("parallel_warmup_seconds", std::to_string(w.seconds));
+    benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
+    benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
   }
 
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();

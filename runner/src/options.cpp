@@ -7,6 +7,7 @@
 
 #include "tunebench/autotuner.hpp"
 #include "tunebench/main.hpp"
+#include "tunebench/parallel_warmup.hpp"
 
 namespace tunebench {
 namespace {
@@ -33,6 +34,7 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
   }
   if (const char* env = std::getenv("TUNEBENCH_SEED")) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
   opt.space = space_from_env();
+  opt.warmup_gpus = warmup_gpus_from_env();
   const auto check_timing = [](const std::string& v, const std::string& what) {
     if (v != "kernel" && v != "event") throw std::invalid_argument(what + "='" + v + "': expected kernel or event");
     return v;
@@ -58,6 +60,11 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       opt.shapes = std::string(value);
     } else if (name == "--tunebench_seed") {
       opt.seed = parse_seed(value, name);
+    } else if (name == "--tunebench_shard") {
+      const auto colon = value.find(':');
+      if (colon == std::string_view::npos) throw std::invalid_argument(name + ": expected INDEX:FILE");
+      opt.shard = static_cast<int>(parse_seed(value.substr(0, colon), name));
+      opt.shard_list = std::string(value.substr(colon + 1));
     } else if (name == "--tunebench_timing") {
       opt.timing = check_timing(std::string(value), name);
     } else if (name == "--tunebench_cache") {

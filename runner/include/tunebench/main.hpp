@@ -26,6 +26,11 @@ struct Options {
   SpaceKind space = SpaceKind::kDefault;
   /// GPU timing: --tunebench_timing=kernel|event, else $TUNEBENCH_TIMING, else "kernel".
   std::string timing = "kernel";
+  /// PARALLEL_WARMUP_GPUS (1: off). See parallel_warmup.hpp.
+  int warmup_gpus = 1;
+  /// Internal: --tunebench_shard=I:FILE makes this process shard I of a parallel warmup.
+  int shard = -1;
+  std::string shard_list;
 };
 
 /// Removes the --tunebench_* flags from argv (argc adjusted) and reads them and the

@@ -80,6 +80,17 @@ class ConfigCache {
   /// best config of `key`, in one transaction.
   void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
 
+  /// What store() takes, for several keys at once.
+  struct Entry {
+    Key key;
+    std::vector<Measurement> results;
+    std::optional<Best> best;
+  };
+  /// Stores every entry in one transaction: all of them or, on failure, none.
+  void store(const std::vector<Entry>& entries);
+  /// Every key of the file, measured or with a best, with its measurements and best.
+  std::vector<Entry> entries();
+
   /// Deletes the measurement of `config` and, if it is the best of `key`, the best entry too
   /// (a later run retunes the key). Returns the number of rows deleted.
   int erase(const Key& key, const std::string& config);
@@ -99,6 +110,7 @@ class ConfigCache {
  private:
   void open_checked();
   void migrate();
+  void store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
 
   std::filesystem::path path_;
   std::optional<Database> db_;

@@ -1,0 +1,61 @@
+#pragma once
+// The parallel warmup: the autotune sweep of every selected, untuned key, sharded over N GPUs
+// as child processes of the same binary, before Google Benchmark's serial timing loop.
+
+#include <string>
+#include <vector>
+
+#include "tunebench/family.hpp"
+
+namespace tunebench {
+
+/// PARALLEL_WARMUP_GPUS: unset, empty or "1" give 1 (no sharding: the hook stays installed and
+/// does nothing); N >= 2 gives N. "0", a negative value or anything not a number throws
+/// std::invalid_argument naming the variable.
+int warmup_gpus_from_env();
+
+/// The caller's CUDA_VISIBLE_DEVICES entries, as opaque tokens (integers, GPU-UUIDs, MIG ids
+/// are passed on as written; nothing is parsed as a number). Unset: "0" .. "device_count-1".
+/// An empty entry throws std::invalid_argument.
+std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
+
+/// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
+/// (longest-processing-time scheduling); then the `trust_share` largest keys (at least one when
+/// n >= 2) are dealt again to a second, different shard, so that disagreement between shards
+/// can be counted.
+struct ShardPlan {
+  std::vector<std::vector<std::size_t>> shards;  ///< key indices per shard
+  std::vector<std::size_t> doubled;              ///< keys tuned on two shards
+};
+ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share = 0.1);
+
+/// What a warmup did.
+struct WarmupReport {
+  int keys = 0;             ///< keys to tune (deduplicated by cache key)
+  int shards = 0;
+  int tuned = 0;            ///< keys the shards finished
+  int crashed_shards = 0;   ///< children that died or failed; their keys are tuned serially later
+  std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
+  double seconds = 0;       ///< wall time of the sweep
+};
+
+/// Runs the warmup: writes each shard's family list, starts child i of `exe` with `args` plus
+/// --tunebench_shard=i:<list> under CUDA_VISIBLE_DEVICES=tokens[i] and its own cache file, shows
+/// progress on stderr (a live line on a terminal, a summary always), merges the shards' results
+/// into context.cache in one transaction, re-times the contenders of each disagreeing key on
+/// this process's GPU and keeps the faster. A child's stdout is discarded; its stderr lines are
+/// prefixed "[shard i]". On SIGINT or SIGTERM the children are terminated (killed after 2 s),
+/// all reaped, finished results merged, and the signal re-raised. Throws std::invalid_argument
+/// if n > tokens.size().
+WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
+                             const std::vector<std::string>& tokens, const std::string& exe,
+                             const std::vector<std::string>& args);
+
+/// The child side: tunes the families named (one per line) in `list_file` into context.cache,
+/// writing "tunebench-shard: tuned <family>" to stderr after each. Returns the exit status.
+/// For tests, TUNEBENCH_FAULT_INJECT="abort-shard=I" makes shard I abort after its first key
+/// and "disagree-shard=I" makes it keep its slowest config as the winner.
+int run_shard(const std::vector<Family>& families, const RunContext& context, int shard,
+              const std::string& list_file);
+
+}  // namespace tunebench

@@ -1,0 +1,360 @@
+#include "tunebench/parallel_warmup.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+std::string key_id(const cache::Key& k) {
+  return k.op + '\x1f' + k.kernel_version + '\x1f' + k.tuning_key + '\x1f' + k.device_name + '\x1f' + k.device_cc +
+         '\x1f' + k.toolkit + '\x1f' + k.timing_mode;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string partial;  // stderr bytes after the last newline
+  int tuned = 0, planned = 0;
+  bool exited = false;
+  int status = 0;
+};
+
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
+            const std::string& store, int err_write) {
+  std::vector<std::string> argv_store{exe};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Child: die with the parent, never write to its stdout, report on the pipe.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int devnull = open("/dev/null", O_WRONLY);
+  dup2(devnull, STDOUT_FILENO);
+  dup2(err_write, STDERR_FILENO);
+  setenv("CUDA_VISIBLE_DEVICES", token.c_str(), 1);
+  setenv("TUNEBENCH_CACHE", store.c_str(), 1);
+  execv(exe.c_str(), argv.data());
+  std::fprintf(stderr, "cannot start %s: %s\n", exe.c_str(), std::strerror(errno));
+  _exit(127);
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status));
+  return "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+void forward_lines(Child& c, int shard, const char* data, std::size_t n) {
+  c.partial.append(data, n);
+  std::size_t nl;
+  while ((nl = c.partial.find('\n')) != std::string::npos) {
+    const std::string line = c.partial.substr(0, nl);
+    c.partial.erase(0, nl + 1);
+    if (line.rfind("tunebench-shard: tuned ", 0) == 0) ++c.tuned;
+    std::cerr << "[shard " << shard << "] " << line << "\n";
+  }
+}
+
+}  // namespace
+
+int warmup_gpus_from_env() {
+  const char* v = std::getenv("PARALLEL_WARMUP_GPUS");
+  if (!v || !*v) return 1;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || errno != 0 || n < 1 || n > 4096) {
+    throw std::invalid_argument(std::string("PARALLEL_WARMUP_GPUS='") + v +
+                                "': expected the number of GPUs to shard the autotune sweep over (1 or more)");
+  }
+  return static_cast<int>(n);
+}
+
+std::vector<std::string> device_tokens(const char* visible, int device_count) {
+  std::vector<std::string> tokens;
+  if (!visible) {
+    for (int i = 0; i < device_count; ++i) tokens.push_back(std::to_string(i));
+    return tokens;
+  }
+  const std::string s(visible);
+  std::size_t pos = 0;
+  while (pos <= s.size() && !s.empty()) {
+    const auto comma = std::min(s.find(',', pos), s.size());
+    std::string token = s.substr(pos, comma - pos);
+    token.erase(0, token.find_first_not_of(' '));
+    token.erase(token.find_last_not_of(' ') + 1);
+    if (token.empty()) {
+      throw std::invalid_argument("CUDA_VISIBLE_DEVICES='" + s + "': empty entry (expected comma-separated devices)");
+    }
+    tokens.push_back(token);
+    pos = comma + 1;
+  }
+  return tokens;
+}
+
+ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share) {
+  ShardPlan plan;
+  plan.shards.resize(static_cast<std::size_t>(std::max(1, n)));
+  std::vector<std::size_t> order(costs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  std::vector<double> load(plan.shards.size(), 0.0);
+  std::vector<std::size_t> first(costs.size());
+  for (auto k : order) {
+    const auto s = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    plan.shards[s].push_back(k);
+    load[s] += costs[k];
+    first[k] = s;
+  }
+  if (n < 2 || costs.empty()) return plan;
+  const auto doubled = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(trust_share * costs.size())));
+  // Spread over the cost range, deterministically: every (keys / doubled)-th key by cost.
+  const double step = static_cast<double>(order.size()) / static_cast<double>(doubled);
+  for (std::size_t i = 0; i < doubled && i < order.size(); ++i) {
+    const auto k = order[static_cast<std::size_t>(static_cast<double>(i) * step)];
+    std::size_t best = first[k] == 0 ? 1 : 0;
+    for (std::size_t s = 0; s < load.size(); ++s) {
+      if (s != first[k] && load[s] < load[best]) best = s;
+    }
+    plan.shards[best].push_back(k);
+    load[best] += costs[k];
+    plan.doubled.push_back(k);
+  }
+  return plan;
+}
+
+WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
+                             const std::vector<std::string>& tokens, const std::string& exe,
+                             const std::vector<std::string>& args) {
+  if (n > static_cast<int>(tokens.size())) {
+    throw std::invalid_argument("PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but only " +
+                                std::to_string(tokens.size()) + " devices are visible (CUDA_VISIBLE_DEVICES)");
+  }
+  WarmupReport report;
+  report.shards = n;
+  // One family per cache key: the shards tune keys, not benchmarks.
+  std::vector<const Family*> keys;
+  std::map<std::string, bool> seen;
+  for (const Family* f : untuned) {
+    if (seen.emplace(key_id(cache_key(*f->op, f->shape, context)), true).second) keys.push_back(f);
+  }
+  report.keys = static_cast<int>(keys.size());
+  if (keys.empty()) return report;
+
+  std::vector<double> costs;
+  for (const Family* f : keys) {
+    int configs = 0;
+    for (const auto& c : f->op->config_space(context.tune.space)) configs += f->op->can_implement(c, f->shape, context.device);
+    costs.push_back(std::max(1, configs) * std::max(1.0, f->op->flops(f->shape)));
+  }
+  const ShardPlan plan = plan_shards(costs, n);
+
+  char dir_template[] = "/tmp/tunebench-warmup-XXXXXX";
+  if (!mkdtemp(dir_template)) throw std::runtime_error(std::string("parallel warmup: mkdtemp: ") + std::strerror(errno));
+  const fs::path dir = dir_template;
+  const auto started = std::chrono::steady_clock::now();
+
+  struct sigaction act {}, old_int {}, old_term {};
+  act.sa_handler = on_signal;
+  sigemptyset(&act.sa_mask);
+  g_signal = 0;
+  sigaction(SIGINT, &act, &old_int);
+  sigaction(SIGTERM, &act, &old_term);
+
+  std::vector<Child> children(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const fs::path list = dir / ("shard-" + std::to_string(i) + ".txt");
+    {
+      std::ofstream out(list);
+      for (auto k : plan.shards[static_cast<std::size_t>(i)]) out << keys[k]->name << "\n";
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("parallel warmup: pipe failed");
+    std::vector<std::string> child_args = args;
+    child_args.push_back("--tunebench_shard=" + std::to_string(i) + ":" + list.string());
+    Child& c = children[static_cast<std::size_t>(i)];
+    c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
+    c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], (dir / ("shard-" + std::to_string(i) + ".sqlite")).string(), fds[1]);
+    close(fds[1]);
+    c.err_fd = fds[0];
+  }
+
+  const bool tty = isatty(STDERR_FILENO);
+  bool terminating = false;
+  auto terminate_at = std::chrono::steady_clock::now();
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<int> owner;
+    for (int i = 0; i < n; ++i) {
+      if (children[i].err_fd >= 0) {
+        fds.push_back({children[i].err_fd, POLLIN, 0});
+        owner.push_back(i);
+      }
+    }
+    if (!fds.empty()) poll(fds.data(), fds.size(), 100);
+    for (std::size_t j = 0; j < fds.size(); ++j) {
+      if (!(fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child& c = children[static_cast<std::size_t>(owner[j])];
+      char buf[4096];
+      const ssize_t got = read(c.err_fd, buf, sizeof buf);
+      if (got > 0) {
+        if (tty) std::cerr << "\r\033[K";
+        forward_lines(c, owner[j], buf, static_cast<std::size_t>(got));
+      } else if (got == 0 || (got < 0 && errno != EINTR)) {
+        close(c.err_fd);
+        c.err_fd = -1;
+      }
+    }
+    bool all_done = true;
+    for (auto& c : children) {
+      if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.exited = true;
+      all_done &= c.exited && c.err_fd < 0;
+    }
+    if (all_done) break;
+    if (g_signal && !terminating) {
+      terminating = true;
+      terminate_at = std::chrono::steady_clock::now();
+      for (auto& c : children) {
+        if (!c.exited) kill(c.pid, SIGTERM);
+      }
+    }
+    if (terminating && std::chrono::steady_clock::now() - terminate_at > std::chrono::seconds(2)) {
+      for (auto& c : children) {
+        if (!c.exited) kill(c.pid, SIGKILL);
+      }
+    }
+    if (tty && !terminating) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      int done = 0, total = 0;
+      std::string per;
+      for (int i = 0; i < n; ++i) {
+        done += children[i].tuned;
+        total += children[i].planned;
+        per += " " + std::to_string(children[i].tuned) + "/" + std::to_string(children[i].planned);
+      }
+      const double eta = done > 0 ? elapsed * (total - done) / done : 0;
+      std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
+                   per.c_str(), elapsed, eta);
+    }
+  }
+  if (tty) std::cerr << "\r\033[K";
+  for (int i = 0; i < n; ++i) {
+    const Child& c = children[static_cast<std::size_t>(i)];
+    report.tuned += c.tuned;
+    if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
+      ++report.crashed_shards;
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
+                << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
+                << " keys; the rest are tuned serially before their timing loops\n";
+    }
+  }
+
+  // Merge every shard's finished keys in one transaction, then settle disagreements.
+  std::vector<cache::ConfigCache::Entry> merged;
+  std::map<std::string, std::vector<std::string>> winners;  // key id -> best config per shard
+  for (int i = 0; i < n; ++i) {
+    const fs::path store = dir / ("shard-" + std::to_string(i) + ".sqlite");
+    std::error_code ec;
+    if (!fs::exists(store, ec)) continue;
+    cache::ConfigCache shard(store);
+    for (auto& e : shard.entries()) {
+      if (e.best) winners[key_id(e.key)].push_back(e.best->config);
+      merged.push_back(std::move(e));
+    }
+  }
+  if (context.cache && !merged.empty()) context.cache->store(merged);
+  for (auto k : plan.doubled) {
+    const auto it = winners.find(key_id(cache_key(*keys[k]->op, keys[k]->shape, context)));
+    if (it == winners.end() || it->second.size() < 2 || it->second[0] == it->second[1]) continue;
+    report.disagreeing.push_back(keys[k]->name);
+    if (g_signal) continue;
+    TuneOptions retime = context.tune;
+    retime.only = {Config::parse(it->second[0]), Config::parse(it->second[1])};
+    try {
+      ensure_tuned(*keys[k], context, &retime);
+    } catch (const std::exception& e) {
+      std::cerr << "bench: WARNING: re-timing the contenders of " << keys[k]->name << ": " << e.what() << "\n";
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (g_signal) {
+    std::cerr << "bench: interrupted during the parallel warmup; " << report.tuned << " finished keys kept\n";
+    raise(g_signal);
+  }
+  return report;
+}
+
+int run_shard(const std::vector<Family>& families, const RunContext& context, int shard, const std::string& list_file) {
+  std::ifstream in(list_file);
+  if (!in) {
+    std::cerr << "tunebench-shard: cannot read " << list_file << "\n";
+    return 2;
+  }
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << (visible ? visible : "(unset)") << "\n";
+  // Fault injection for tests (TUNEBENCH_FAULT_INJECT): "abort-shard=I" makes shard I die after
+  // its first key; "disagree-shard=I" makes shard I keep its slowest config, which no honest
+  // sweep picks, so the disagreement is certain.
+  const char* fault = std::getenv("TUNEBENCH_FAULT_INJECT");
+  const std::string me = std::to_string(shard);
+  const bool abort_after_one = fault && std::string(fault) == "abort-shard=" + me;
+  const bool disagree = fault && std::string(fault) == "disagree-shard=" + me;
+  std::string name;
+  while (std::getline(in, name)) {
+    const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
+    if (it == families.end()) {
+      std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
+      return 2;
+    }
+    try {
+      ensure_tuned(*it, context);
+      if (disagree && context.cache) {
+        const auto key = cache_key(*it->op, it->shape, context);
+        const auto ms = context.cache->measurements(key);  // fastest ok first, failures last
+        const auto slowest = std::find_if(ms.rbegin(), ms.rend(), [](const cache::Measurement& m) {
+          return m.status == cache::Status::kOk;
+        });
+        if (ms.size() >= 2 && slowest != ms.rend()) {
+          context.cache->store(key, {}, cache::Best{slowest->config, *slowest->p50_ns, 0});
+        }
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "tunebench-shard: " << name << ": " << e.what() << "\n";
+    }
+    std::cerr << "tunebench-shard: tuned " << name << "\n";
+    if (abort_after_one) std::abort();
+  }
+  return 0;
+}
+
+}  // namespace tunebench

@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <set>
+
+#include "tunebench/parallel_warmup.hpp"
+
+using tunebench::device_tokens;
+using tunebench::plan_shards;
+
+TEST(ParallelWarmup, TokensAreTheCallersEntriesAsWritten) {
+  EXPECT_EQ(device_tokens("6,7", 0), (std::vector<std::string>{"6", "7"}));
+  EXPECT_EQ(device_tokens("GPU-8a1b-22,MIG-3c4d/1/0", 0), (std::vector<std::string>{"GPU-8a1b-22", "MIG-3c4d/1/0"}));
+  EXPECT_EQ(device_tokens(" 3 , 1", 0), (std::vector<std::string>{"3", "1"}));
+  EXPECT_EQ(device_tokens(nullptr, 3), (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_TRUE(device_tokens("", 4).empty());  // set but empty: no device is visible
+  EXPECT_THROW(device_tokens("6,,7", 0), std::invalid_argument);
+}
+
+TEST(ParallelWarmup, GpusFromEnv) {
+  for (const char* off : {"", "1"}) {
+    ::setenv("PARALLEL_WARMUP_GPUS", off, 1);
+    EXPECT_EQ(tunebench::warmup_gpus_from_env(), 1) << off;
+  }
+  ::unsetenv("PARALLEL_WARMUP_GPUS");
+  EXPECT_EQ(tunebench::warmup_gpus_from_env(), 1);
+  ::setenv("PARALLEL_WARMUP_GPUS", "8", 1);
+  EXPECT_EQ(tunebench::warmup_gpus_from_env(), 8);
+  for (const char* bad : {"0", "-1", "x", "2x", "1.5"}) {
+    ::setenv("PARALLEL_WARMUP_GPUS", bad, 1);
+    EXPECT_THROW(tunebench::warmup_gpus_from_env(), std::invalid_argument) << bad;
+  }
+  ::unsetenv("PARALLEL_WARMUP_GPUS");
+}
+
+TEST(ParallelWarmup, PlanBalancesCostTunesEveryKeyAndDoublesSome) {
+  std::vector<double> costs;
+  for (int i = 0; i < 40; ++i) costs.push_back(1 + (i * 37 % 11));
+  const auto plan = plan_shards(costs, 4);
+  ASSERT_EQ(plan.shards.size(), 4u);
+  std::multiset<std::size_t> seen;
+  std::vector<double> load;
+  for (const auto& s : plan.shards) {
+    double l = 0;
+    for (auto k : s) {
+      seen.insert(k);
+      l += costs[k];
+    }
+    load.push_back(l);
+  }
+  for (std::size_t k = 0; k < costs.size(); ++k) {
+    const auto copies = seen.count(k);
+    const bool doubled = std::count(plan.doubled.begin(), plan.doubled.end(), k) > 0;
+    EXPECT_EQ(copies, doubled ? 2u : 1u) << k;
+  }
+  EXPECT_EQ(plan.doubled.size(), 4u);  // 10% of 40
+  // Dealing to the least-loaded shard keeps the loads within one key's cost of each other.
+  EXPECT_LE(*std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()),
+            *std::max_element(costs.begin(), costs.end()));
+  // A doubled key's two copies are on different shards.
+  for (auto k : plan.doubled) {
+    int shards_with = 0;
+    for (const auto& s : plan.shards) shards_with += std::count(s.begin(), s.end(), k) > 0;
+    EXPECT_EQ(shards_with, 2) << k;
+  }
+  EXPECT_EQ(plan_shards({5.0}, 2).doubled.size(), 1u);  // at least one key when N >= 2
+  EXPECT_TRUE(plan_shards({5.0, 3.0}, 1).doubled.empty());
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The parallel warmup end to end with the CPU op (no GPU needed): device tokens, merging,
+# disagreement counting, a crashed shard, SIGINT, and bad PARALLEL_WARMUP_GPUS values.
+set -euo pipefail
+bench=${1:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
+cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
+here=$(cd "$(dirname "$0")" && pwd)
+tiny=$here/data/dsv4f_decode_tiny.yaml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT
+export TUNEBENCH_KERNEL_CACHE=$work/kernels
+run() {  # run NAME ENV... : bench on the tiny set with a fresh cache; stdout, stderr, JSON in $work
+  local name=$1; shift
+  rm -f "$work/$name.sqlite"
+  env TUNEBENCH_CACHE="$work/$name.sqlite" "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ \
+    --benchmark_min_time=0.01 --benchmark_out="$work/$name.json" >"$work/$name.out" 2>"$work/$name.err"
+}
+keys() { TUNEBENCH_CACHE="$work/$1.sqlite" "$cache_cli" list | wc -l; }
+context() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["context"].get(sys.argv[2], ""))' "$work/$1.json" "$2"; }
+
+# Each shard gets exactly the caller's i-th CUDA_VISIBLE_DEVICES entry, as written.
+run tokens PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 || fail "2 shards: $(cat "$work/tokens.err")"
+grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/tokens.err" || fail "shard 0 did not get 6: $(cat "$work/tokens.err")"
+grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err" || fail "shard 1 did not get 7"
+[ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
+! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
+grep -q 'parallel warmup: 4 keys on 2 shards' "$work/tokens.err" || fail "no summary line"
+# (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
+[[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
+run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
+grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=MIG-5e6f' "$work/uuids.err" || fail "shard 1 did not get the MIG id"
+
+# A second run finds every key in the cache: nothing to shard.
+env TUNEBENCH_CACHE="$work/tokens.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/again.err"
+grep -q 'parallel warmup: 0 keys' "$work/again.err" || fail "cached keys were tuned again: $(cat "$work/again.err")"
+
+# An injected disagreement is counted, reported and in the JSON context.
+run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 \
+  || fail "disagreement run: $(cat "$work/disagree.err")"
+[ "$(context disagree parallel_warmup_disagreements)" = 1 ] || fail "disagreement not counted: $(cat "$work/disagree.err")"
+grep -q 'WARNING: 1 keys got different winners on two shards' "$work/disagree.err" || fail "no disagreement warning"
+! grep -q 're-timing the contenders' "$work/disagree.err" || fail "re-timing the contenders failed"
+
+# A shard that dies: reported, and its keys still get tuned (serially).
+run crash PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \
+  || fail "run with a crashing shard failed: $(cat "$work/crash.err")"
+grep -q 'WARNING: shard 0 (CUDA_VISIBLE_DEVICES=6) killed by signal 6' "$work/crash.err" || fail "crash not reported: $(cat "$work/crash.err")"
+[ "$(keys crash)" -eq 4 ] || fail "the crashed shard's keys were not tuned: $(keys crash)"
+[ "$(grep -c manual_time "$work/crash.out")" -eq 4 ] || fail "not every benchmark ran"
+
+# SIGINT during the sweep: children terminated and reaped, exit 130, the cache sound.
+rm -f "$work/int.sqlite"
+set -m
+env TUNEBENCH_CACHE="$work/int.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --benchmark_filter='cpu_.*decode_ep' --benchmark_min_time=0.01 >/dev/null 2>"$work/int.err" &
+pid=$!
+set +m
+for _ in $(seq 50); do grep -q 'tunebench-shard: CUDA' "$work/int.err" 2>/dev/null && break; sleep 0.1; done
+sleep 1
+kill -INT "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 130 ] || fail "interrupted bench exited $rc, expected 130: $(cat "$work/int.err")"
+sleep 0.5
+! pgrep -f -- "--tunebench_shard=" >/dev/null || fail "a shard outlived the parent: $(pgrep -af -- --tunebench_shard=)"
+/usr/bin/python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0]; sys.exit(r != "ok")' \
+  "$work/int.sqlite" || fail "cache after SIGINT fails integrity_check"
+! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
+  || fail "warmup scratch folder left behind"
+
+# Values of PARALLEL_WARMUP_GPUS: 1 and empty are a silent no-op; bad ones and N > devices stop.
+run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
+! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"
+run empty PARALLEL_WARMUP_GPUS= || fail "empty N"
+for bad in 0 -2 two 1.5; do
+  set +e; PARALLEL_WARMUP_GPUS=$bad "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "PARALLEL_WARMUP_GPUS='$bad'" "$work/bad.err" || fail "PARALLEL_WARMUP_GPUS=$bad: rc $rc $(cat "$work/bad.err")"
+done
+set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/n.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"
+! grep -q 'tunebench-shard' "$work/n.err" || fail "a shard started although N > tokens"
+echo "parallel_warmup: all checks passed"
