@@ -323,8 +323,8 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << (visible ? visible : "(unset)") << "\n";
   // Fault injection for tests (TUNEBENCH_FAULT_INJECT): "abort-shard=I" makes shard I die after
-  // its first key; "disagree-shard=I" makes shard I keep its slowest config, which no honest
-  // sweep picks, so the disagreement is certain.
+  // its first key; "disagree-shard=I" makes shard I report as winner a config of the expanded
+  // space outside the swept one, which no honest sweep of the other shard can pick.
   const char* fault = std::getenv("TUNEBENCH_FAULT_INJECT");
   const std::string me = std::to_string(shard);
   const bool abort_after_one = fault && std::string(fault) == "abort-shard=" + me;
@@ -340,12 +340,13 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
       ensure_tuned(*it, context);
       if (disagree && context.cache) {
         const auto key = cache_key(*it->op, it->shape, context);
-        const auto ms = context.cache->measurements(key);  // fastest ok first, failures last
-        const auto slowest = std::find_if(ms.rbegin(), ms.rend(), [](const cache::Measurement& m) {
-          return m.status == cache::Status::kOk;
-        });
-        if (ms.size() >= 2 && slowest != ms.rend()) {
-          context.cache->store(key, {}, cache::Best{slowest->config, *slowest->p50_ns, 0});
+        const auto swept = it->op->config_space(context.tune.space);
+        for (const auto& c : it->op->config_space(SpaceKind::kExpanded)) {
+          if (std::find(swept.begin(), swept.end(), c) == swept.end() &&
+              it->op->can_implement(c, it->shape, context.device)) {
+            context.cache->store(key, {}, cache::Best{c.str(), 1, 0});
+            break;
+          }
         }
       }
     } catch (const std::exception& e) {

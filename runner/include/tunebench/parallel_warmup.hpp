@@ -54,7 +54,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
 /// The child side: tunes the families named (one per line) in `list_file` into context.cache,
 /// writing "tunebench-shard: tuned <family>" to stderr after each. Returns the exit status.
 /// For tests, TUNEBENCH_FAULT_INJECT="abort-shard=I" makes shard I abort after its first key
-/// and "disagree-shard=I" makes it keep its slowest config as the winner.
+/// and "disagree-shard=I" makes it report a config outside the swept space as the winner.
 int run_shard(const std::vector<Family>& families, const RunContext& context, int shard,
               const std::string& list_file);
 
