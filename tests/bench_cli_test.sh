@@ -56,6 +56,12 @@ cmp -s <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/a.console") <(grep -o 'B
   || fail "rerun after evict failed"
 [ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "the evicted key was not tuned again"
 
+# USE_FLAGTUNE=1 sweeps the expanded space even for a key the cache answers.
+USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
+  >/dev/null 2>&1 || fail "USE_FLAGTUNE=1 run failed"
+[ "$("$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512 | grep -c '^  ok')" -gt 9 ] \
+  || fail "USE_FLAGTUNE=1 did not sweep the expanded space: $("$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512)"
+
 /usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$work/a.json" "$work/b.json" >"$work/compare.txt" 2>&1 \
   || fail "compare.py: $(cat "$work/compare.txt")"
 grep -q 'cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/N:256/K:512/manual_time_pvalue' "$work/compare.txt" \

@@ -236,5 +236,34 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(cache.measurements(key()).size(), 2u);
   std::ofstream(dir_ / "bad.json") << "{\"entries\": [{\"key\": 3}]}";
   EXPECT_EQ(run("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
-  EXPECT_NE(out.find("not a tunebench-cache export"), std::string::npos) << out;
+  EXPECT_NE(out.find("entries[0]: not a tunebench-cache export"), std::string::npos) << out;
+  std::ifstream exported(dir_ / "export.json");
+  std::string text((std::istreambuf_iterator<char>(exported)), {});
+  const auto at = text.find("\"p50_ns\": 1500");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, "\"p50_ns\": -1500");
+  std::ofstream(dir_ / "negative.json") << text;
+  EXPECT_EQ(run("import '" + (dir_ / "negative.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("negative"), std::string::npos) << out;
+  EXPECT_EQ(run("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
+  const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() + "' list >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(missing.c_str())), 2);
+  EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a read-only command creates nothing
+}
+
+TEST_F(ConfigCacheTest, AFolderIsRefusedNotMovedAside) {
+  fs::create_directories(dir_ / "folder" / "kernels");
+  EXPECT_THROW(ConfigCache(dir_ / "folder"), tunebench::cache::SqliteError);
+  EXPECT_TRUE(fs::is_directory(dir_ / "folder" / "kernels"));
+  EXPECT_EQ(count_aside(dir_), 0u);
+}
+
+TEST_F(ConfigCacheTest, TwoCorruptFilesInOneSecondAreBothKept) {
+  for (int i = 0; i < 2; ++i) {
+    std::ofstream(file_) << std::string(5000 + i, 'x');
+    testing::internal::CaptureStderr();
+    ConfigCache cache(file_);
+    testing::internal::GetCapturedStderr();
+  }
+  EXPECT_EQ(count_aside(dir_), 2u);
 }

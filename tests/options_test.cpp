@@ -55,6 +55,7 @@ TEST(Options, EnvironmentIsTheFallbackAndIsChecked) {
   ::unsetenv("TUNEBENCH_SHAPES");
   ::setenv("TUNEBENCH_SEED", "-3", 1);
   EXPECT_EQ(error_of({"bench"}), "TUNEBENCH_SEED='-3': expected a non-negative integer below 2^64");
+  EXPECT_EQ(error_of({"bench", "--tunebench_seed=4"}), "");  // the flag wins; the variable is unused
   ::unsetenv("TUNEBENCH_SEED");
   Argv a({"bench"});
   EXPECT_EQ(tunebench::parse_options(&a.argc, a.ptrs.data(), "default").shapes, "default");

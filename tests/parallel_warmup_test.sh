@@ -32,6 +32,14 @@ grep -q 'parallel warmup: 4 keys on 2 shards' "$work/tokens.err" || fail "no sum
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=MIG-5e6f' "$work/uuids.err" || fail "shard 1 did not get the MIG id"
 
+# Naming the cache with the flag instead of the variable changes nothing: shards still write
+# their own files and the parent merges them (the injected disagreement is still seen).
+rm -f "$work/flag.sqlite"
+env PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 "$bench" \
+  --tunebench_cache="$work/flag.sqlite" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
+  >/dev/null 2>"$work/flag.err" || fail "warmup with --tunebench_cache failed"
+grep -q 'WARNING: 1 keys got different winners' "$work/flag.err" || fail "shards wrote into the --tunebench_cache file: $(cat "$work/flag.err")"
+
 # A second run finds every key in the cache: nothing to shard.
 env TUNEBENCH_CACHE="$work/tokens.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/again.err"
@@ -74,10 +82,13 @@ sleep 0.5
 run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
 ! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"
 run empty PARALLEL_WARMUP_GPUS= || fail "empty N"
-for bad in 0 -2 two 1.5; do
+for bad in 0 -2 two 1.5 02 +2; do
   set +e; PARALLEL_WARMUP_GPUS=$bad "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err"; rc=$?; set -e
   [ "$rc" -eq 2 ] && grep -q "PARALLEL_WARMUP_GPUS='$bad'" "$work/bad.err" || fail "PARALLEL_WARMUP_GPUS=$bad: rc $rc $(cat "$work/bad.err")"
 done
+set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6 "$bench" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/dup.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q "lists '6' twice" "$work/dup.err" || fail "a repeated device token was accepted: $(cat "$work/dup.err")"
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/n.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"

@@ -139,6 +139,9 @@ Status status_from_string(std::string_view text) {
 
 ConfigCache::ConfigCache(const fs::path& path) : path_(path) {
   std::error_code ec;
+  if (fs::is_directory(path_, ec)) {
+    throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
+  }
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec) {
     throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),
@@ -169,13 +172,23 @@ void ConfigCache::open_checked() {
       problem = "fails integrity check: " + integrity.substr(0, 200);
     }
   } catch (const SqliteError& e) {
+    // Only a file SQLite cannot read as a database is set aside; a permission or locking
+    // problem is reported as it is.
+    if (e.code() != SQLITE_NOTADB && e.code() != SQLITE_CORRUPT) throw;
     problem = e.what();
   }
   if (problem.empty()) return;
+  for (auto& ch : problem) {
+    if (ch == '\n') ch = ' ';
+  }
 
   db_.reset();
   fs::path aside = path_;
   aside += ".corrupt-" + std::to_string(now_s());
+  for (int i = 2; fs::exists(aside); ++i) {  // never overwrite an earlier one
+    aside = path_;
+    aside += ".corrupt-" + std::to_string(now_s()) + "-" + std::to_string(i);
+  }
   std::error_code ec;
   fs::rename(path_, aside, ec);
   if (ec) throw SqliteError("config cache " + path_.string() + " is unusable (" + problem + ") and cannot be moved aside: " + ec.message(), SQLITE_CANTOPEN);
@@ -193,6 +206,8 @@ void ConfigCache::open_checked() {
 }
 
 void ConfigCache::migrate() {
+  // Current files need no write at all, so a read-only cache can still be read.
+  if (pragma_int(*db_, "PRAGMA user_version") == kSchemaVersion) return;
   WriteTransaction tx(*db_);
   auto version = pragma_int(*db_, "PRAGMA user_version");  // re-read under the write lock
   if (version < 1) {

@@ -27,9 +27,12 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : pat
   sqlite3_busy_timeout(db_, busy_timeout_ms);
   try {
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-  } catch (...) {
-    sqlite3_close(std::exchange(db_, nullptr));
-    throw;
+  } catch (const SqliteError& e) {
+    // A read-only file or folder cannot switch to WAL; reading still works.
+    if (e.code() != SQLITE_READONLY && e.code() != SQLITE_CANTOPEN) {
+      sqlite3_close(std::exchange(db_, nullptr));
+      throw;
+    }
   }
 }
 

@@ -76,9 +76,14 @@ Key key_from(const json& j) {
           j.at("timing_mode").get<std::string>()};
 }
 
+std::int64_t int_from(const json& j) {
+  if (!j.is_number_integer()) throw std::invalid_argument("expected an integer, got " + j.dump());
+  return j.get<std::int64_t>();
+}
+
 std::optional<std::int64_t> opt_from(const json& j) {
   if (j.is_null()) return std::nullopt;
-  return j.get<std::int64_t>();
+  return int_from(j);
 }
 
 int run(std::vector<std::string> args) {
@@ -86,13 +91,27 @@ int run(std::vector<std::string> args) {
   if (!args.empty() && args[0].rfind("--cache=", 0) == 0) {
     file = args[0].substr(8);
     args.erase(args.begin());
+    if (file.empty()) {
+      std::cerr << "tunebench-cache: --cache=: expected a cache file\n";
+      return 2;
+    }
   }
-  if (args.empty()) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cerr << kUsage << "\n";
-    return 2;
+    return args.empty() ? 2 : 0;
   }
   if (file.empty()) file = tunebench::cache::default_cache_path();
   const std::string cmd = args[0];
+  // Only import writes: the other commands never create a cache where there was none.
+  if (cmd != "import" && !std::filesystem::exists(file)) {
+    std::cerr << "tunebench-cache: no cache at " << file.string() << "\n";
+    return 2;
+  }
+  if (cmd == "export" && args.size() == 2 && std::filesystem::exists(args[1]) &&
+      std::filesystem::equivalent(args[1], file)) {
+    std::cerr << "tunebench-cache: export " << args[1] << ": that is the cache itself\n";
+    return 2;
+  }
   ConfigCache cache(file);
 
   if (cmd == "list" && args.size() == 1) {
@@ -123,8 +142,13 @@ int run(std::vector<std::string> args) {
     for (const auto& k : matching(cache, args[1], args[2])) {
       deleted += args.size() == 4 ? cache.erase(k, args[3]) : cache.erase(k);
     }
+    if (deleted == 0) {
+      std::cerr << "tunebench-cache: nothing to evict for op '" << args[1] << "' key '" << args[2] << "'"
+                << (args.size() == 4 ? " config '" + args[3] + "'" : std::string()) << "\n";
+      return 1;
+    }
     std::cout << "evicted " << deleted << " rows\n";
-    return deleted > 0 ? 0 : 1;
+    return 0;
   }
   if (cmd == "export" && args.size() <= 2) {
     json entries = json::array();
@@ -159,8 +183,10 @@ int run(std::vector<std::string> args) {
     }
     json doc;
     int imported = 0;
+    std::size_t index = 0;
     try {
       doc = json::parse(in);
+      std::vector<ConfigCache::Entry> entries;
       for (const auto& e : doc.at("entries")) {
         const Key k = key_from(e.at("key"));
         std::vector<Measurement> ms;
@@ -168,23 +194,31 @@ int run(std::vector<std::string> args) {
           ms.push_back({m.at("config").get<std::string>(),
                         tunebench::cache::status_from_string(m.at("status").get<std::string>()),
                         opt_from(m.at("p20_ns")), opt_from(m.at("p50_ns")), opt_from(m.at("p80_ns")),
-                        m.at("error").get<std::string>(), m.at("measured_at").get<std::int64_t>(),
+                        m.at("error").get<std::string>(), int_from(m.at("measured_at")),
                         m.at("device_uuid").get<std::string>()});
         }
         std::optional<Best> best;
         if (!e.at("best").is_null()) {
           const auto& b = e.at("best");
-          best = Best{b.at("config").get<std::string>(), b.at("p50_ns").get<std::int64_t>(),
-                      b.at("updated_at").get<std::int64_t>()};
+          best = Best{b.at("config").get<std::string>(), int_from(b.at("p50_ns")), int_from(b.at("updated_at"))};
         }
-        cache.store(k, ms, best);
-        ++imported;
+        for (const auto& m : ms) {
+          for (const auto& t : {m.p20_ns, m.p50_ns, m.p80_ns}) {
+            if (t && *t < 0) throw std::invalid_argument("negative time for config '" + m.config + "'");
+          }
+        }
+        if (best && best->p50_ns < 0) throw std::invalid_argument("negative p50_ns of the best config");
+        entries.push_back({k, ms, best});
+        ++index;
       }
+      cache.store(entries);  // all or nothing
+      imported = static_cast<int>(entries.size());
     } catch (const json::exception& e) {
-      std::cerr << "tunebench-cache: " << args[1] << ": not a tunebench-cache export: " << e.what() << "\n";
+      std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: not a tunebench-cache export: "
+                << e.what() << "\n";
       return 2;
     } catch (const std::invalid_argument& e) {
-      std::cerr << "tunebench-cache: " << args[1] << ": " << e.what() << "\n";
+      std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: " << e.what() << "\n";
       return 2;
     }
     std::cout << "imported " << imported << " keys\n";

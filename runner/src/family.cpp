@@ -1,6 +1,8 @@
 #include "tunebench/family.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <cmath>
 #include <exception>
 #include <set>
@@ -139,17 +141,31 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
   const Op& op = *family.op;
   const cache::Key key = cache_key(op, family.shape, context);
   std::vector<cache::Measurement> known;
-  if (context.cache && !options) {
+  // An exhaustive search (USE_FLAGTUNE=1) always sweeps: a cached best may come from the
+  // default space.
+  const bool exhaustive = (options ? options->space : context.tune.space) == SpaceKind::kExpanded;
+  if (context.cache && !options && !exhaustive) {
     if (const auto best = context.cache->best(key)) {
+      std::optional<Config> config;
       try {
-        Config config = Config::parse(best->config);
-        if (op.can_implement(config, family.shape, context.device)) return config;
+        config = Config::parse(best->config);
       } catch (const ConfigError&) {
-        // A config this op no longer understands: tune again.
       }
+      // Only a config of the op's own space that fits is used (an imported or stale entry may
+      // be neither): anything else is tuned again.
+      const auto in_space = [&](SpaceKind kind) {
+        const auto space = op.config_space(kind);
+        return std::find(space.begin(), space.end(), *config) != space.end();
+      };
+      if (config && (in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) &&
+          op.can_implement(*config, family.shape, context.device)) {
+        return *config;
+      }
+      std::cerr << "bench: cached config '" << best->config << "' of " << family.name
+                << " is not one this op can run; tuning again\n";
     }
-    known = context.cache->measurements(key);
   }
+  if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   const TuneOutcome outcome =
       autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);

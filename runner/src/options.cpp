@@ -32,14 +32,14 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
     if (!*env) throw std::invalid_argument("TUNEBENCH_SHAPES is set but empty: expected a shape file or folder");
     opt.shapes = env;
   }
-  if (const char* env = std::getenv("TUNEBENCH_SEED")) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
+  bool seed_given = false, timing_given = false;
   opt.space = space_from_env();
   opt.warmup_gpus = warmup_gpus_from_env();
   const auto check_timing = [](const std::string& v, const std::string& what) {
     if (v != "kernel" && v != "event") throw std::invalid_argument(what + "='" + v + "': expected kernel or event");
     return v;
   };
-  if (const char* env = std::getenv("TUNEBENCH_TIMING")) opt.timing = check_timing(env, "TUNEBENCH_TIMING");
+
 
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -67,12 +67,18 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       opt.shard_list = std::string(value.substr(colon + 1));
     } else if (name == "--tunebench_timing") {
       opt.timing = check_timing(std::string(value), name);
+      timing_given = true;
     } else if (name == "--tunebench_cache") {
       if (value.empty()) throw std::invalid_argument("--tunebench_cache: expected a cache file");
       opt.cache = std::string(value);
     } else {
       throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing)");
     }
+  }
+  // The environment fills in what no flag gave (and is only checked then).
+  if (const char* env = std::getenv("TUNEBENCH_SEED"); env && !seed_given) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
+  if (const char* env = std::getenv("TUNEBENCH_TIMING"); env && !timing_given) {
+    opt.timing = check_timing(env, "TUNEBENCH_TIMING");
   }
   *argc = kept;
   argv[kept] = nullptr;

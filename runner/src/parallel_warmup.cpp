@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -85,10 +86,11 @@ void forward_lines(Child& c, int shard, const char* data, std::size_t n) {
 int warmup_gpus_from_env() {
   const char* v = std::getenv("PARALLEL_WARMUP_GPUS");
   if (!v || !*v) return 1;
-  char* end = nullptr;
-  errno = 0;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || errno != 0 || n < 1 || n > 4096) {
+  const std::string s(v);
+  const bool digits = s.size() <= 4 && std::all_of(s.begin(), s.end(), [](unsigned char ch) { return std::isdigit(ch); }) &&
+                      !(s.size() > 1 && s[0] == '0');
+  const long n = digits ? std::stol(s) : 0;
+  if (!digits || n < 1) {
     throw std::invalid_argument(std::string("PARALLEL_WARMUP_GPUS='") + v +
                                 "': expected the number of GPUs to shard the autotune sweep over (1 or more)");
   }
@@ -151,6 +153,14 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (tokens[i] == tokens[j]) {
+        throw std::invalid_argument("CUDA_VISIBLE_DEVICES lists '" + tokens[i] +
+                                    "' twice: two shards would share one GPU");
+      }
+    }
+  }
   if (n > static_cast<int>(tokens.size())) {
     throw std::invalid_argument("PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but only " +
                                 std::to_string(tokens.size()) + " devices are visible (CUDA_VISIBLE_DEVICES)");
@@ -195,11 +205,16 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("parallel warmup: pipe failed");
-    std::vector<std::string> child_args = args;
+    std::vector<std::string> child_args;
+    for (const auto& a : args) {
+      if (a.rfind("--tunebench_cache=", 0) != 0) child_args.push_back(a);  // the shard has its own
+    }
+    const std::string store = (dir / ("shard-" + std::to_string(i) + ".sqlite")).string();
+    child_args.push_back("--tunebench_cache=" + store);
     child_args.push_back("--tunebench_shard=" + std::to_string(i) + ":" + list.string());
     Child& c = children[static_cast<std::size_t>(i)];
     c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
-    c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], (dir / ("shard-" + std::to_string(i) + ".sqlite")).string(), fds[1]);
+    c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], store, fds[1]);
     close(fds[1]);
     c.err_fd = fds[0];
   }
@@ -266,6 +281,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   for (int i = 0; i < n; ++i) {
     const Child& c = children[static_cast<std::size_t>(i)];
     report.tuned += c.tuned;
+    if (g_signal) continue;  // stopped on purpose
     if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
       std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
