@@ -60,6 +60,7 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       opt.shapes = std::string(value);
     } else if (name == "--tunebench_seed") {
       opt.seed = parse_seed(value, name);
+      seed_given = true;
     } else if (name == "--tunebench_shard") {
       const auto colon = value.find(':');
       if (colon == std::string_view::npos) throw std::invalid_argument(name + ": expected INDEX:FILE");
