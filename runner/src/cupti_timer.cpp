@@ -109,9 +109,22 @@ CuptiTimer::~CuptiTimer() {
   if (t_window && !windows_.empty() && t_window == &windows_.back()) t_window = nullptr;
 }
 
+void CuptiTimer::reserve(std::size_t windows) {
+  windows_.reserve(windows);
+  spare_ids_.reserve(windows);
+  for (std::size_t i = spare_ids_.size(); i < windows; ++i) {
+    spare_ids_.emplace_back();
+    spare_ids_.back().reserve(16);
+  }
+}
+
 void CuptiTimer::begin() {
-  windows_.emplace_back();
-  windows_.back().reserve(16);
+  if (!spare_ids_.empty()) {
+    windows_.push_back(std::move(spare_ids_.back()));
+    spare_ids_.pop_back();
+  } else {
+    windows_.emplace_back();
+  }
   t_window = &windows_.back();
 }
 

@@ -106,6 +106,7 @@ void kernel_timing_loop(benchmark::State& state, const Family& family, const Run
   constexpr double kPlaceholder = 1e-12;
   CuptiTimer timer;
   const auto n = state.max_iterations;
+  timer.reserve(static_cast<std::size_t>(n));  // no allocation inside the loop
   benchmark::IterationCount i = 0;
   for (auto _ : state) {
     timer.begin();

@@ -184,8 +184,10 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   }
   const ShardPlan plan = plan_shards(costs, n);
 
-  char dir_template[] = "/tmp/tunebench-warmup-XXXXXX";
-  if (!mkdtemp(dir_template)) throw std::runtime_error(std::string("parallel warmup: mkdtemp: ") + std::strerror(errno));
+  std::string dir_template = (fs::temp_directory_path() / "tunebench-warmup-XXXXXX").string();
+  if (!mkdtemp(dir_template.data())) {
+    throw std::runtime_error("parallel warmup: cannot create " + dir_template + ": " + std::strerror(errno));
+  }
   const fs::path dir = dir_template;
   const auto started = std::chrono::steady_clock::now();
 

@@ -2,6 +2,7 @@
 // Kernel-level timing with the CUPTI activity API: the GPU's own start and end of each kernel,
 // without the launch overhead CUDA events include.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ class CuptiTimer {
   CuptiTimer(const CuptiTimer&) = delete;
   CuptiTimer& operator=(const CuptiTimer&) = delete;
 
+  /// Makes room for `windows` windows, so opening them allocates nothing (timing loops call
+  /// this once with their iteration count).
+  void reserve(std::size_t windows);
   /// Opens a window: the CUDA API calls this thread makes until end() are the op's.
   void begin();
   /// Closes the window (host cost: a vector append; no synchronization, no flush).
@@ -39,6 +43,7 @@ class CuptiTimer {
 
  private:
   std::vector<std::vector<std::uint32_t>> windows_;
+  std::vector<std::vector<std::uint32_t>> spare_ids_;  // preallocated id lists for begin()
 };
 
 }  // namespace tunebench
