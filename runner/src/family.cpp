@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <cmath>
 #include <exception>
 #include <set>
@@ -196,85 +197,83 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
   return outcome.best;
 }
 
+// An op's workload, stream and timer: one run timed as its benchmark times it.
+class OpTiming {
+ public:
+  OpTiming(const Family& family, const RunContext& context)
+      : op_(*family.op), work_(op_.prepare(family.shape, context.seed)) {
+    if (!op_.needs_gpu()) return;
+    stream_.emplace();
+    if (context.timing_mode == "kernel") {
+      cupti_.emplace();
+    } else {
+      event_.emplace(stream_->get());
+    }
+  }
+
+  /// Time of one run of `config` (the RunTimer of the autotuner).
+  std::chrono::nanoseconds time_run(const Config& config) {
+    if (cupti_) {
+      cupti_->begin();
+      op_.run(*work_, config, stream());
+      cupti_->end();
+      const WindowTimes t = cupti_->collect();
+      if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
+      return std::chrono::nanoseconds(t.ns[0]);
+    }
+    if (event_) {
+      event_->start();
+      op_.run(*work_, config, stream());
+      return event_->stop();
+    }
+    host_.start();
+    op_.run(*work_, config, nullptr);
+    return host_.stop();
+  }
+  RunTimer run_timer() {
+    return [this](const Config& c) { return time_run(c); };
+  }
+
+  /// The benchmark's timing loop for `config`, after one untimed run (lazy set-up, caches).
+  void measure(benchmark::State& state, const Family& family, const RunContext& context, const Config& config) {
+    op_.run(*work_, config, stream());
+    if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    if (cupti_) {
+      kernel_timing_loop(state, family, context, *work_, config, stream());
+    } else if (event_) {
+      timing_loop(state, family, context, *work_, config, stream(), *event_);
+    } else {
+      timing_loop(state, family, context, *work_, config, nullptr, host_);
+    }
+  }
+
+ private:
+  cudaStream_t stream() const { return stream_ ? stream_->get() : nullptr; }
+
+  const Op& op_;
+  std::unique_ptr<Workload> work_;
+  std::optional<Stream> stream_;
+  HostTimer host_;
+  std::optional<CuptiTimer> cupti_;
+  std::optional<EventTimer> event_;
+};
+
 void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
-  const Op& op = *family.op;
-  if (op.needs_gpu() && !context.gpu_available) {
+  if (family.op->needs_gpu() && !context.gpu_available) {
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
-  auto work = op.prepare(family.shape, context.seed);
-  if (!op.needs_gpu()) {
-    HostTimer timer;
-    const Config config = choose_config(family, context, [&](const Config& c) {
-      timer.start();
-      op.run(*work, c, nullptr);
-      return timer.stop();
-    });
-    state.SetLabel(config.str());
-    op.run(*work, config, nullptr);  // warm caches and lazy set-up, outside the measurement
-    timing_loop(state, family, context, *work, config, nullptr, timer);
-    return;
-  }
-  Stream stream;
-  if (context.timing_mode == "kernel") {
-    CuptiTimer timer;
-    const Config config = choose_config(family, context, [&](const Config& c) {
-      timer.begin();
-      op.run(*work, c, stream.get());
-      timer.end();
-      const WindowTimes t = timer.collect();
-      if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
-      return std::chrono::nanoseconds(t.ns[0]);
-    });
-    state.SetLabel(config.str());
-    op.run(*work, config, stream.get());
-    TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    kernel_timing_loop(state, family, context, *work, config, stream.get());
-    return;
-  }
-  EventTimer timer(stream.get());
-  const Config config = choose_config(family, context, [&](const Config& c) {
-    timer.start();
-    op.run(*work, c, stream.get());
-    return timer.stop();
-  });
+  OpTiming timing(family, context);
+  const Config config = choose_config(family, context, timing.run_timer());
   state.SetLabel(config.str());
-  op.run(*work, config, stream.get());
-  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  timing_loop(state, family, context, *work, config, stream.get(), timer);
+  timing.measure(state, family, context, config);
 }
 
 }  // namespace
 
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
-  const Op& op = *family.op;
-  auto work = op.prepare(family.shape, context.seed);
-  if (!op.needs_gpu()) {
-    HostTimer timer;
-    return choose_config(family, context, [&](const Config& c) {
-      timer.start();
-      op.run(*work, c, nullptr);
-      return timer.stop();
-    }, options);
-  }
-  Stream stream;
-  if (context.timing_mode == "kernel") {
-    CuptiTimer timer;
-    return choose_config(family, context, [&](const Config& c) {
-      timer.begin();
-      op.run(*work, c, stream.get());
-      timer.end();
-      const WindowTimes t = timer.collect();
-      if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
-      return std::chrono::nanoseconds(t.ns[0]);
-    }, options);
-  }
-  EventTimer timer(stream.get());
-  return choose_config(family, context, [&](const Config& c) {
-    timer.start();
-    op.run(*work, c, stream.get());
-    return timer.stop();
-  }, options);
+  OpTiming timing(family, context);
+  return choose_config(family, context, timing.run_timer(), options);
 }
 
 void register_family(const Family& family, std::shared_ptr<const RunContext> context) {
