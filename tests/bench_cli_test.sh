@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE FLAGGEMS_MXFP4_FOLDSCALE
-export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels
+export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
 
 # Names do not depend on flags: listing with other flags gives the same names.
 "$bench" --benchmark_list_tests >"$work/list1"
@@ -55,6 +55,36 @@ cmp -s <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/a.console") <(grep -o 'B
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 >/dev/null 2>&1 \
   || fail "rerun after evict failed"
 [ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "the evicted key was not tuned again"
+
+# Every run has its own directory with the configs it used; a replay runs exactly those, with
+# nothing tuned, even when the cache has forgotten them.
+record=$(ls -d "$work"/runs/* | head -1)
+for f in configs.json manifest.json; do [ -s "$record/$f" ] || fail "run directory $record lacks $f"; done
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
+latest=$(ls -d "$work"/runs/* | tail -1)
+[ -s "$latest/results.json" ] || fail "the JSON did not go to the run directory $latest"
+rm -f "$work/replay-cache.sqlite"
+TUNEBENCH_CACHE="$work/replay-cache.sqlite" REPLAY_FROM="$record" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >"$work/replay.console" 2>"$work/replay.err" || fail "replay failed"
+replayed=$(ls -d "$work"/runs/* | tail -1)
+/usr/bin/python3 - "$record/configs.json" "$replayed/configs.json" "$work/replay.console" <<'PY' || fail "the replay did not run the recorded configs"
+import json, sys
+rec = {c["benchmark"]: c["config"] for c in json.load(open(sys.argv[1]))["configs"]}
+rep = {c["benchmark"]: c["config"] for c in json.load(open(sys.argv[2]))["configs"]}
+assert rec == rep, (rec, rep)
+console = open(sys.argv[3]).read()
+for name, config in rec.items():
+    assert any(line.startswith(name + "/") and line.rstrip().endswith(config) for line in console.splitlines()), name
+PY
+[ "$(TUNEBENCH_CACHE="$work/replay-cache.sqlite" "$cache_cli" list | wc -l)" -eq 0 ] || fail "the replay tuned something"
+[ "$(grep -c '"source": "replayed"' "$replayed/configs.json")" -eq 4 ] || fail "replayed configs not recorded as such"
+sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
+mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"
+set +e; REPLAY_FROM="$work/old-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/old.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'a replay must run the same kernels on the same device' "$work/old.err" \
+  || fail "a replay of another kernel version was not refused: rc $rc $(cat "$work/old.err")"
+set +e; REPLAY_FROM="$work/nowhere" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/nowhere.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'nowhere/configs.json: cannot read' "$work/nowhere.err" || fail "a missing replay dir: rc $rc"
 
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key the cache answers.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \

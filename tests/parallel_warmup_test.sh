@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT
-export TUNEBENCH_KERNEL_CACHE=$work/kernels
+export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
 run() {  # run NAME ENV... : bench on the tiny set with a fresh cache; stdout, stderr, JSON in $work
   local name=$1; shift
   rm -f "$work/$name.sqlite"

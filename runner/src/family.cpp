@@ -137,10 +137,15 @@ void kernel_timing_loop(benchmark::State& state, const Family& family, const Run
   }
 }
 
-// The cached best config of the family's key, else the winner of a sweep that is stored.
-Config choose_config(const Family& family, const RunContext& context, const RunTimer& time_run,
-                     const TuneOptions* options = nullptr) {
+// The replayed config, else the cached best config of the family's key, else the winner of a
+// sweep that is stored; and where it came from.
+std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
+                                              const RunTimer& time_run, const TuneOptions* options = nullptr) {
   const Op& op = *family.op;
+  if (!context.replay.empty() && !options) {
+    const auto it = context.replay.find(family.name);
+    if (it != context.replay.end()) return {Config::parse(it->second.config), ConfigSource::kReplayed};
+  }
   const cache::Key key = cache_key(op, family.shape, context);
   std::vector<cache::Measurement> known;
   // An exhaustive search (USE_FLAGTUNE=1) always sweeps: a cached best may come from the
@@ -161,7 +166,7 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
       };
       if (config && (in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) &&
           op.can_implement(*config, family.shape, context.device)) {
-        return *config;
+        return {*config, ConfigSource::kCache};
       }
       std::cerr << "bench: cached config '" << best->config << "' of " << family.name
                 << " is not one this op can run; tuning again\n";
@@ -194,7 +199,7 @@ Config choose_config(const Family& family, const RunContext& context, const RunT
     }
     throw std::runtime_error(why);
   }
-  return outcome.best;
+  return {outcome.best, ConfigSource::kTuned};
 }
 
 // An op's workload, stream and timer: one run timed as its benchmark times it.
@@ -264,7 +269,12 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     return;
   }
   OpTiming timing(family, context);
-  const Config config = choose_config(family, context, timing.run_timer());
+  const auto [config, source] = choose_config(family, context, timing.run_timer());
+  if (context.record) {
+    const Op& op = *family.op;
+    context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
+                         op.needs_gpu() ? context.device.name : context.host_name, config.str(), to_string(source)});
+  }
   state.SetLabel(config.str());
   timing.measure(state, family, context, config);
 }
@@ -273,7 +283,7 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
 
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
   OpTiming timing(family, context);
-  return choose_config(family, context, timing.run_timer(), options);
+  return choose_config(family, context, timing.run_timer(), options).first;
 }
 
 void register_family(const Family& family, std::shared_ptr<const RunContext> context) {

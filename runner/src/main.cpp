@@ -2,7 +2,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <ctime>
 #include <tuple>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
 #include "tunebench/parallel_warmup.hpp"
+#include "tunebench/run_record.hpp"
 #include "tunebench/shape.hpp"
 #include "tunebench/version.hpp"
 
@@ -67,6 +71,57 @@ std::string redirect_output(int argc, char** argv, std::string& storage) {
   return {};
 }
 
+// REPLAY_FROM: the recorded configs, refused when recorded on another device or kernel.
+void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
+  for (auto& e : RunRecord::read(dir)) {
+    const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
+    if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
+    const std::string device = (*op)->needs_gpu() ? context.device.name : context.host_name;
+    if (e.kernel_version != (*op)->kernel_version() || e.device != device) {
+      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.benchmark + " was recorded with " +
+                        e.kernel_version + " on " + e.device + ", this run has " + (*op)->kernel_version() +
+                        " on " + device + ": a replay must run the same kernels on the same device");
+    }
+    context.replay.emplace(e.benchmark, std::move(e));
+  }
+}
+
+// The run directory's configs.json and manifest.json, and what the user should know.
+void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
+                    const std::vector<std::string>& args, const Options& opt) {
+  context.record->write(dir);
+  std::vector<std::string> live;
+  if (!context.replay.empty()) {
+    for (const auto& e : context.record->entries()) {
+      if (e.source != "replayed") live.push_back(e.benchmark);
+    }
+  }
+  nlohmann::json env = nlohmann::json::object();
+  for (const char* name : {"PARALLEL_WARMUP_GPUS", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "FLAGGEMS_MXFP4_FOLDSCALE",
+                           "TUNEBENCH_TIMING", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  const nlohmann::json manifest = {
+      {"command", args},
+      {"env", env},
+      {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
+      {"device_uuid", context.gpu_available ? context.device.uuid : ""},
+      {"host", context.host_name},
+      {"timing_mode", context.timing_mode},
+      {"cuda_toolkit", context.cuda_toolkit},
+      {"tunebench_version", kVersion},
+      {"tunebench_git_revision", kGitRevision},
+      {"shapes", opt.shapes.string()},
+      {"replay_from", opt.replay_from.string()},
+      {"replay_tuned_live", live}};
+  std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
+  if (!live.empty()) {
+    std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << opt.replay_from.string()
+              << " and were tuned live (see manifest.json)\n";
+  }
+  std::cerr << "bench: run directory " << dir.string() << "\n";
+}
+
 // Paths that would only fail after the whole run, checked before it starts.
 void check_paths(const std::string& out_file) {
   namespace fs = std::filesystem;
@@ -93,6 +148,29 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   const Options opt = parse_options(&argc, argv, default_shapes);
   const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+  // Every run (not a listing, not a warmup shard) gets its own run directory; the Google
+  // Benchmark JSON goes there unless --benchmark_out names another file.
+  std::filesystem::path run_dir;
+  std::string out_default;
+  std::vector<char*> args(argv, argv + argc);
+  if (!listing && opt.shard < 0) {
+    run_dir = claim_run_dir(opt.runs, std::time(nullptr));
+    if (!has_flag(argc, argv, "--benchmark_out")) {
+      out_default = "--benchmark_out=" + (run_dir / "results.json").string();
+      args.push_back(out_default.data());
+    }
+  }
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+  // A run that stops on bad input leaves no empty run directory behind.
+  struct RemoveIfEmpty {
+    const std::filesystem::path& dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty() && std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+    }
+  } remove_if_empty{run_dir};
   std::string out_flag;
   const std::string out_file = redirect_output(argc, argv, out_flag);
   check_paths(out_file);
@@ -156,6 +234,10 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     benchmark::AddCustomContext("tunebench_cache", path.string());
   }
   if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
+  if (!listing) {
+    context->record = std::make_shared<RunRecord>();
+    if (!opt.replay_from.empty()) load_replay(opt.replay_from, ops, *context);
+  }
   benchmark::AddCustomContext("tunebench_autotune_space", opt.space == SpaceKind::kExpanded ? "expanded" : "default");
 
   std::size_t gpu_selected = 0;
@@ -221,8 +303,11 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
   }
 
+  if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
+  if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";

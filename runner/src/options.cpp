@@ -32,7 +32,8 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
     if (!*env) throw std::invalid_argument("TUNEBENCH_SHAPES is set but empty: expected a shape file or folder");
     opt.shapes = env;
   }
-  bool seed_given = false, timing_given = false;
+  bool seed_given = false, timing_given = false, runs_given = false;
+  if (const char* env = std::getenv("REPLAY_FROM"); env && *env) opt.replay_from = env;
   opt.space = space_from_env();
   opt.warmup_gpus = warmup_gpus_from_env();
   const auto check_timing = [](const std::string& v, const std::string& what) {
@@ -66,6 +67,10 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       if (colon == std::string_view::npos) throw std::invalid_argument(name + ": expected INDEX:FILE");
       opt.shard = static_cast<int>(parse_seed(value.substr(0, colon), name));
       opt.shard_list = std::string(value.substr(colon + 1));
+    } else if (name == "--tunebench_runs") {
+      if (value.empty()) throw std::invalid_argument("--tunebench_runs: expected a folder");
+      opt.runs = std::string(value);
+      runs_given = true;
     } else if (name == "--tunebench_timing") {
       opt.timing = check_timing(std::string(value), name);
       timing_given = true;
@@ -73,11 +78,12 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
       if (value.empty()) throw std::invalid_argument("--tunebench_cache: expected a cache file");
       opt.cache = std::string(value);
     } else {
-      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing)");
+      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing, --tunebench_runs)");
     }
   }
   // The environment fills in what no flag gave (and is only checked then).
   if (const char* env = std::getenv("TUNEBENCH_SEED"); env && !seed_given) opt.seed = parse_seed(env, "TUNEBENCH_SEED");
+  if (const char* env = std::getenv("TUNEBENCH_RUNS"); env && *env && !runs_given) opt.runs = env;
   if (const char* env = std::getenv("TUNEBENCH_TIMING"); env && !timing_given) {
     opt.timing = check_timing(env, "TUNEBENCH_TIMING");
   }

@@ -15,4 +15,5 @@ run(${WORK_DIR}/build/my_bench --benchmark_list_tests)
 if(NOT out MATCHES "cpu_my_sum/dsv4f_decode_tiny/M:4/N:512/K:128/manual_time")
   message(FATAL_ERROR "consumer did not register its op:\n${out}")
 endif()
-run(${CMAKE_COMMAND} -E env TUNEBENCH_CACHE=${WORK_DIR}/cache.sqlite ${WORK_DIR}/build/my_bench --benchmark_min_time=0.01)
+run(${CMAKE_COMMAND} -E env TUNEBENCH_CACHE=${WORK_DIR}/cache.sqlite TUNEBENCH_RUNS=${WORK_DIR}/runs
+    ${WORK_DIR}/build/my_bench --benchmark_min_time=0.01)

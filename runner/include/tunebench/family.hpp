@@ -2,6 +2,7 @@
 // Benchmark families: one Google Benchmark benchmark per op x shape set x shape.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "tunebench/cache/config_cache.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/op.hpp"
+#include "tunebench/run_record.hpp"
 #include "tunebench/shape.hpp"
 
 namespace tunebench {
@@ -53,6 +55,11 @@ struct RunContext {
   /// bandwidth in bytes/s and dense BF16 tensor-core rate in FLOP/s. See roofline_peaks().
   double peak_bytes_per_s = 0;
   double peak_flops = 0;
+  /// Every benchmark's config and its source is added here (record mode); may be null.
+  std::shared_ptr<RunRecord> record;
+  /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
+  /// exactly that config, without tuning; one missing is tuned live (its record says so).
+  std::map<std::string, RecordedConfig> replay;
 };
 
 /// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy

@@ -28,6 +28,10 @@ struct Options {
   std::string timing = "kernel";
   /// PARALLEL_WARMUP_GPUS (1: off). See parallel_warmup.hpp.
   int warmup_gpus = 1;
+  /// Where run directories are made: --tunebench_runs=DIR, else $TUNEBENCH_RUNS, else "runs".
+  std::filesystem::path runs = "runs";
+  /// REPLAY_FROM: a run directory whose configs this run replays exactly ("" records afresh).
+  std::filesystem::path replay_from;
   /// Internal: --tunebench_shard=I:FILE makes this process shard I of a parallel warmup.
   int shard = -1;
   std::string shard_list;

@@ -1,0 +1,60 @@
+#pragma once
+// Run directories and the record of the configs a run used, which a later run can replay
+// (REPLAY_FROM) so that an A/B compares identical configs.
+
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tunebench {
+
+/// Creates a fresh folder root/YYYYmmdd-HHMMSS (local time of `now`) with an atomic mkdir,
+/// retreating to -2, -3, ... when another run took the name, so two runs started in the same
+/// second never share one. Creates `root` if needed. Throws std::runtime_error naming the path.
+std::filesystem::path claim_run_dir(const std::filesystem::path& root, std::time_t now);
+
+/// How a benchmark got its config.
+enum class ConfigSource { kCache, kTuned, kReplayed };
+const char* to_string(ConfigSource source);
+
+/// One benchmark's config in a run.
+struct RecordedConfig {
+  std::string benchmark;       ///< family name
+  std::string op;
+  std::string kernel_version;
+  std::string tuning_key;
+  std::string device;          ///< device name ("host" side: the CPU model)
+  std::string config;          ///< Config::str()
+  std::string source;          ///< "cache", "tuned" or "replayed"
+};
+
+/// A replay directory that cannot be used. what() is one line.
+class ReplayError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The configs of a run, written to <run dir>/configs.json (format: {"tunebench_run_record": 1,
+/// "configs": [RecordedConfig as objects]}). Thread-safe.
+class RunRecord {
+ public:
+  /// Records a benchmark's config; a benchmark already recorded keeps its first entry (Google
+  /// Benchmark runs a benchmark function several times).
+  void add(RecordedConfig entry);
+  std::vector<RecordedConfig> entries() const;
+  /// Writes configs.json into `dir` (via a temporary file and a rename).
+  void write(const std::filesystem::path& dir) const;
+  /// Reads <dir>/configs.json. Throws ReplayError naming the file if it is missing or not a
+  /// run record.
+  static std::vector<RecordedConfig> read(const std::filesystem::path& dir);
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<RecordedConfig> entries_;
+};
+
+}  // namespace tunebench

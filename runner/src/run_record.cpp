@@ -1,0 +1,93 @@
+#include "tunebench/run_record.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace tunebench {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+fs::path claim_run_dir(const fs::path& root, std::time_t now) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw std::runtime_error("run directory root " + root.string() + ": " + ec.message());
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  for (int i = 1; i < 10000; ++i) {
+    const fs::path dir = root / (i == 1 ? std::string(stamp) : std::string(stamp) + "-" + std::to_string(i));
+    // mkdir either creates the folder or fails with EEXIST: no two runs can both succeed.
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST) throw std::runtime_error("run directory " + dir.string() + ": " + std::strerror(errno));
+  }
+  throw std::runtime_error("run directory: every name under " + root.string() + " for " + stamp + " is taken");
+}
+
+const char* to_string(ConfigSource source) {
+  switch (source) {
+    case ConfigSource::kCache: return "cache";
+    case ConfigSource::kTuned: return "tuned";
+    case ConfigSource::kReplayed: return "replayed";
+  }
+  return "unknown";
+}
+
+void RunRecord::add(RecordedConfig entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& e : entries_) {
+    if (e.benchmark == entry.benchmark) return;
+  }
+  entries_.push_back(std::move(entry));
+}
+
+std::vector<RecordedConfig> RunRecord::entries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_;
+}
+
+void RunRecord::write(const fs::path& dir) const {
+  json configs = json::array();
+  for (const auto& e : entries()) {
+    configs.push_back({{"benchmark", e.benchmark}, {"op", e.op}, {"kernel_version", e.kernel_version},
+                       {"tuning_key", e.tuning_key}, {"device", e.device}, {"config", e.config},
+                       {"source", e.source}});
+  }
+  const json doc = {{"tunebench_run_record", 1}, {"configs", configs}};
+  const fs::path tmp = dir / "configs.json.tmp", target = dir / "configs.json";
+  {
+    std::ofstream out(tmp);
+    out << doc.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, target);
+}
+
+std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
+  const fs::path file = dir / "configs.json";
+  std::ifstream in(file);
+  if (!in) throw ReplayError(file.string() + ": cannot read (expected a run directory of an earlier bench run)");
+  std::vector<RecordedConfig> out;
+  try {
+    const json doc = json::parse(in);
+    if (doc.at("tunebench_run_record").get<int>() != 1) {
+      throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() + ", expected 1");
+    }
+    for (const auto& c : doc.at("configs")) {
+      out.push_back({c.at("benchmark").get<std::string>(), c.at("op").get<std::string>(),
+                     c.at("kernel_version").get<std::string>(), c.at("tuning_key").get<std::string>(),
+                     c.at("device").get<std::string>(), c.at("config").get<std::string>(),
+                     c.at("source").get<std::string>()});
+    }
+  } catch (const json::exception& e) {
+    throw ReplayError(file.string() + ": not a run record: " + e.what());
+  }
+  return out;
+}
+
+}  // namespace tunebench
