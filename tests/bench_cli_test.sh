@@ -63,6 +63,12 @@ for f in configs.json manifest.json; do [ -s "$record/$f" ] || fail "run directo
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
 latest=$(ls -d "$work"/runs/* | tail -1)
 [ -s "$latest/results.json" ] || fail "the JSON did not go to the run directory $latest"
+# The latency table: a row per benchmark and the trace-weighted total, on the console and as
+# Markdown in the run directory; with --benchmark_format=json stdout stays pure JSON.
+[ "$(grep -c '^| cpu_mxfp4_gemm |' "$latest/latency.md")" -eq 4 ] || fail "latency.md rows: $(cat "$latest/latency.md")"
+grep -q 'Trace-weighted total of cpu_mxfp4_gemm' "$latest/latency.md" || fail "no trace-weighted total"
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 --benchmark_format=json \
+  2>/dev/null | /usr/bin/python3 -c 'import json,sys; json.load(sys.stdin)' || fail "--benchmark_format=json output is not pure JSON"
 rm -f "$work/replay-cache.sqlite"
 TUNEBENCH_CACHE="$work/replay-cache.sqlite" REPLAY_FROM="$record" "$bench" --tunebench_shapes="$tiny" \
   --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >"$work/replay.console" 2>"$work/replay.err" || fail "replay failed"

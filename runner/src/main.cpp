@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <unistd.h>
 #include <tuple>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
+#include "tunebench/latency_table.hpp"
 #include "tunebench/parallel_warmup.hpp"
 #include "tunebench/run_record.hpp"
 #include "tunebench/shape.hpp"
@@ -305,7 +307,22 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
 
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
-  const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
+  // The latency table joins the console output; other formats (json, csv) stay Google
+  // Benchmark's own.
+  const bool console = !has_flag(argc, argv, "--benchmark_format") ||
+                       std::any_of(argv, argv + argc, [](const char* a) {
+                         return a && std::string_view(a) == "--benchmark_format=console";
+                       });
+  std::size_t matched = 0;
+  if (console && !listing) {
+    int options = benchmark::ConsoleReporter::OO_None;
+    if (isatty(STDOUT_FILENO)) options |= benchmark::ConsoleReporter::OO_Color;
+    if (has_flag(argc, argv, "--benchmark_counters_tabular")) options |= benchmark::ConsoleReporter::OO_Tabular;
+    LatencyTableReporter table(families, run_dir, static_cast<benchmark::ConsoleReporter::OutputOptions>(options));
+    matched = benchmark::RunSpecifiedBenchmarks(&table);
+  } else {
+    matched = benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt);
   if (!out_file.empty()) {

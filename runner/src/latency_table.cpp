@@ -1,0 +1,121 @@
+#include "tunebench/latency_table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+namespace tunebench {
+namespace {
+
+const char* unit_name(benchmark::TimeUnit u) {
+  switch (u) {
+    case benchmark::kNanosecond: return "ns";
+    case benchmark::kMicrosecond: return "us";
+    case benchmark::kMillisecond: return "ms";
+    case benchmark::kSecond: return "s";
+  }
+  return "?";
+}
+
+std::string fmt(double v, const char* spec = "%.3g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+double counter(const benchmark::BenchmarkReporter::Run& run, const char* name) {
+  const auto it = run.counters.find(name);
+  return it == run.counters.end() ? -1 : it->second.value;
+}
+
+}  // namespace
+
+LatencyTableReporter::LatencyTableReporter(const std::vector<Family>& families, std::filesystem::path markdown_dir,
+                                           OutputOptions options)
+    : ConsoleReporter(options), markdown_dir_(std::move(markdown_dir)) {
+  for (const auto& f : families) by_name_[reported_name(f)] = &f;
+}
+
+void LatencyTableReporter::ReportRuns(const std::vector<Run>& reports) {
+  ConsoleReporter::ReportRuns(reports);
+  for (const auto& run : reports) {
+    const std::string name = run.run_name.str();
+    const auto family = by_name_.find(name);
+    if (family == by_name_.end()) continue;
+    if (!rows_.count(name)) order_.push_back(name);
+    Row& row = rows_[name];
+    row.family = family->second;
+    row.unit = unit_name(run.time_unit);
+    if (run.error_occurred) {
+      row.status = run.error_message;
+      continue;
+    }
+    if (!run.report_label.empty()) row.config = run.report_label;
+    if (run.run_type == Run::RT_Iteration && !row.have_median) {
+      row.p50 = run.GetAdjustedRealTime();  // one run: its mean is the figure
+      row.tflops = counter(run, "TFLOP/s");
+      row.gbs = counter(run, "GB/s");
+      row.roofline = counter(run, "roofline%");
+    } else if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
+      row.have_median = true;
+      row.p50 = run.GetAdjustedRealTime();
+      row.tflops = counter(run, "TFLOP/s");
+      row.gbs = counter(run, "GB/s");
+      row.roofline = counter(run, "roofline%");
+    } else if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "cv") {
+      row.cv = run.real_accumulated_time;  // the cv aggregate carries the ratio itself
+    }
+  }
+}
+
+std::string LatencyTableReporter::markdown() const {
+  std::string out;
+  std::vector<std::string> sets;
+  for (const auto& name : order_) {
+    const auto& set = rows_.at(name).family->shape.set;
+    if (std::find(sets.begin(), sets.end(), set) == sets.end()) sets.push_back(set);
+  }
+  for (const auto& set : sets) {
+    out += "\n### " + set + "\n\n| op | M | N | K | config | p50 | cv | TFLOP/s | GB/s | roofline% | status |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    std::map<std::string, std::pair<double, std::string>> weighted;  // op -> sum, unit
+    std::map<std::string, int> uncounted;
+    for (const auto& name : order_) {
+      const Row& r = rows_.at(name);
+      const Shape& s = r.family->shape;
+      if (s.set != set) continue;
+      const bool ok = r.status == "ok";
+      out += "| " + r.family->op->name() + " | " + std::to_string(s.m) + " | " + std::to_string(s.n) + " | " +
+             std::to_string(s.k) + " | " + r.config + " | " + (ok ? fmt(r.p50) + " " + r.unit : "-") + " | " +
+             (ok && r.cv >= 0 ? fmt(100 * r.cv, "%.2f") + "%" : "-") + " | " +
+             (ok && r.tflops >= 0 ? fmt(r.tflops) : "-") + " | " + (ok && r.gbs >= 0 ? fmt(r.gbs, "%.4g") : "-") +
+             " | " + (ok && r.roofline >= 0 ? fmt(r.roofline, "%.1f") : "-") + " | " + r.status + " |\n";
+      if (ok && s.calls) {
+        auto& w = weighted[r.family->op->name()];
+        w.first += static_cast<double>(*s.calls) * r.p50;
+        w.second = r.unit;
+      } else {
+        ++uncounted[r.family->op->name()];
+      }
+    }
+    for (const auto& [op, w] : weighted) {
+      out += "\nTrace-weighted total of " + op + ": " + fmt(w.first, "%.6g") + " " + w.second +
+             " (sum of calls x p50 over the shapes with call counts";
+      if (uncounted[op]) out += "; " + std::to_string(uncounted[op]) + " shapes without counts or failed left out";
+      out += ")\n";
+    }
+  }
+  return out;
+}
+
+void LatencyTableReporter::Finalize() {
+  const std::string table = markdown();
+  if (!table.empty()) GetOutputStream() << "\nLatency by shape set" << table;
+  if (!markdown_dir_.empty() && !table.empty()) {
+    std::ofstream(markdown_dir_ / "latency.md") << "# Latency by shape set\n" << table;
+  }
+  ConsoleReporter::Finalize();
+}
+
+}  // namespace tunebench
