@@ -150,6 +150,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   const Options opt = parse_options(&argc, argv, default_shapes);
   const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+  // The latency table joins the console output; other formats (json, csv) stay Google
+  // Benchmark's own. (Read before Initialize, which consumes its flags.)
+  const bool console = !has_flag(argc, argv, "--benchmark_format") ||
+                       std::any_of(argv, argv + argc, [](const char* a) {
+                         return std::string_view(a) == "--benchmark_format=console";
+                       });
+  const bool tabular = has_flag(argc, argv, "--benchmark_counters_tabular");
   // Every run (not a listing, not a warmup shard) gets its own run directory; the Google
   // Benchmark JSON goes there unless --benchmark_out names another file.
   std::filesystem::path run_dir;
@@ -307,17 +314,11 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
 
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
-  // The latency table joins the console output; other formats (json, csv) stay Google
-  // Benchmark's own.
-  const bool console = !has_flag(argc, argv, "--benchmark_format") ||
-                       std::any_of(argv, argv + argc, [](const char* a) {
-                         return a && std::string_view(a) == "--benchmark_format=console";
-                       });
   std::size_t matched = 0;
   if (console && !listing) {
     int options = benchmark::ConsoleReporter::OO_None;
     if (isatty(STDOUT_FILENO)) options |= benchmark::ConsoleReporter::OO_Color;
-    if (has_flag(argc, argv, "--benchmark_counters_tabular")) options |= benchmark::ConsoleReporter::OO_Tabular;
+    if (tabular) options |= benchmark::ConsoleReporter::OO_Tabular;
     LatencyTableReporter table(families, run_dir, static_cast<benchmark::ConsoleReporter::OutputOptions>(options));
     matched = benchmark::RunSpecifiedBenchmarks(&table);
   } else {
