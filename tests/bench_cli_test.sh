@@ -92,6 +92,13 @@ set +e; REPLAY_FROM="$work/old-run" "$bench" --tunebench_shapes="$tiny" >/dev/nu
 set +e; REPLAY_FROM="$work/nowhere" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/nowhere.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'nowhere/configs.json: cannot read' "$work/nowhere.err" || fail "a missing replay dir: rc $rc"
 
+# scripts/ab_test.sh: a record run, two replays with the switch at A and B, compare.py's U test.
+BENCH="$bench" "$here/../scripts/ab_test.sh" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ --benchmark_min_time=0.01 >"$work/ab.txt" 2>"$work/ab.err" || fail "ab_test.sh: $(cat "$work/ab.err")"
+grep -q 'manual_time_pvalue.*U Test, Repetitions: 9 vs 9' "$work/ab.txt" || fail "ab_test.sh printed no U test: $(cat "$work/ab.txt")"
+set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; set -e
+[ "$rc" -eq 2 ] || fail "ab_test.sh accepted a bad variable name"
+
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key the cache answers.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
   >/dev/null 2>&1 || fail "USE_FLAGTUNE=1 run failed"
