@@ -84,6 +84,29 @@ for name, config in rec.items():
 PY
 [ "$(TUNEBENCH_CACHE="$work/replay-cache.sqlite" "$cache_cli" list | wc -l)" -eq 0 ] || fail "the replay tuned something"
 [ "$(grep -c '"source": "replayed"' "$replayed/configs.json")" -eq 4 ] || fail "replayed configs not recorded as such"
+# A replayed config that no longer runs is evicted and its key tuned live, with a marker in the
+# log and the JSON context; when the eviction fails, the marker says so and the bad config
+# still never comes back.
+mkdir -p "$work/bad-run"
+/usr/bin/python3 - "$record/configs.json" "$work/bad-run/configs.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["configs"][0]["config"] = "BLOCK_N=16,BLOCK_K=48"  # not a multiple of 32: the op throws
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+for inject in none evict-fails; do
+  marker=compile_cpu_mxfp4_gemm_evicted
+  [ "$inject" = none ] || marker=compile_cpu_mxfp4_gemm_no_evict
+  TUNEBENCH_FAULT_INJECT=$inject REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" \
+    --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 --benchmark_out="$work/bad-$inject.json" \
+    >"$work/bad.console" 2>"$work/bad.err" || fail "replay with a bad config failed: $(cat "$work/bad.err")"
+  [ "$(grep -c "\[$marker\]" "$work/bad.err")" -eq 1 ] || fail "expected one $marker line: $(cat "$work/bad.err")"
+  ! grep -q 'ERROR OCCURRED' "$work/bad.console" || fail "the fallback did not run the benchmark"
+  ! grep -q 'BLOCK_K=48' "$work/bad.console" || fail "the bad config came back"
+  /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \
+    "$work/bad-$inject.json" "$marker" || fail "$marker not in the JSON context"
+done
+
 sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
 mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"
 set +e; REPLAY_FROM="$work/old-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/old.err"; rc=$?; set -e

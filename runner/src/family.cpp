@@ -143,6 +143,11 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
                                               const RunTimer& time_run, const TuneOptions* options = nullptr) {
   const Op& op = *family.op;
   if (!context.replay.empty() && !options) {
+    {
+      std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
+      const auto fb = context.fallbacks->config_of.find(family.name);
+      if (fb != context.fallbacks->config_of.end()) return {fb->second, ConfigSource::kTuned};
+    }
     const auto it = context.replay.find(family.name);
     if (it != context.replay.end()) return {Config::parse(it->second.config), ConfigSource::kReplayed};
   }
@@ -239,6 +244,12 @@ class OpTiming {
     return [this](const Config& c) { return time_run(c); };
   }
 
+  /// One untimed run (compile, load, first touch); throws what the op throws.
+  void warm(const Config& config) {
+    op_.run(*work_, config, stream());
+    if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  }
+
   /// The benchmark's timing loop for `config`, after one untimed run (lazy set-up, caches).
   void measure(benchmark::State& state, const Family& family, const RunContext& context, const Config& config) {
     op_.run(*work_, config, stream());
@@ -263,13 +274,53 @@ class OpTiming {
   std::optional<EventTimer> event_;
 };
 
+// A replayed config that no longer compiles or launches: evict it from the cache, then tune the
+// key live without reading the cache, so a failed eviction cannot hand the bad config back.
+Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const Config& bad,
+                       const std::string& why) {
+  const Op& op = *family.op;
+  std::string marker = "compile_" + op.name() + "_evicted";
+  std::string detail = "evicted from the cache";
+  try {
+    if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "evict-fails") {
+      throw std::runtime_error("injected eviction failure");
+    }
+    if (context.cache) context.cache->erase(cache_key(op, family.shape, context), bad.str());
+  } catch (const std::exception& e) {
+    marker = "compile_" + op.name() + "_no_evict";
+    detail = std::string("eviction failed: ") + e.what();
+  }
+  std::string one_line = why;
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  std::cerr << "bench: [" << marker << "] replayed config " << bad.str() << " of " << family.name
+            << " failed (" << one_line << "); " << detail << "; tuning the key live\n";
+  TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
+  const Config config = choose_config(family, context, timing.run_timer(), &live).first;
+  std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
+  context.fallbacks->config_of[family.name] = config;
+  context.fallbacks->markers[marker].push_back(family.name);
+  return config;
+}
+
 void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
   if (family.op->needs_gpu() && !context.gpu_available) {
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
   OpTiming timing(family, context);
-  const auto [config, source] = choose_config(family, context, timing.run_timer());
+  auto [config, source] = choose_config(family, context, timing.run_timer());
+  if (source == ConfigSource::kReplayed) {
+    try {
+      timing.warm(config);
+    } catch (const CudaError& e) {
+      if (e.sticky()) throw;
+      config = replay_fallback(family, context, timing, config, e.what());
+      source = ConfigSource::kTuned;
+    } catch (const std::exception& e) {
+      config = replay_fallback(family, context, timing, config, e.what());
+      source = ConfigSource::kTuned;
+    }
+  }
   if (context.record) {
     const Op& op = *family.op;
     context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),

@@ -88,6 +88,24 @@ void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext
   }
 }
 
+void add_markers(const std::filesystem::path& json_file, const RunContext& context) {
+  std::ifstream in(json_file);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return;  // not a JSON output (csv): the markers are in the log and the manifest
+  }
+  for (const auto& [marker, families] : context.fallbacks->markers) {
+    std::string list;
+    for (const auto& f : families) list += (list.empty() ? "" : " ") + f;
+    doc["context"][marker] = list;
+  }
+  const auto tmp = json_file.string() + ".tmp";
+  std::ofstream(tmp) << doc.dump(2) << "\n";
+  std::filesystem::rename(tmp, json_file);
+}
+
 // The run directory's configs.json and manifest.json, and what the user should know.
 void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
                     const std::vector<std::string>& args, const Options& opt) {
@@ -115,11 +133,12 @@ void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
       {"tunebench_git_revision", kGitRevision},
       {"shapes", opt.shapes.string()},
       {"replay_from", opt.replay_from.string()},
-      {"replay_tuned_live", live}};
+      {"replay_tuned_live", live},
+      {"replay_markers", context.fallbacks->markers}};
   std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
   if (!live.empty()) {
     std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << opt.replay_from.string()
-              << " and were tuned live (see manifest.json)\n";
+              << " or failed there, and were tuned live (see manifest.json)\n";
   }
   std::cerr << "bench: run directory " << dir.string() << "\n";
 }
@@ -338,6 +357,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       }
     }
   }
+  // Replay fallbacks happen during the run, after Google Benchmark wrote the context: their
+  // markers are added to the JSON file's context afterwards.
+  if (!context->fallbacks->markers.empty() && !out_file.empty()) add_markers(out_file, *context);
   if (matched == 0) {
     std::cerr << "bench: --benchmark_filter='" << filter.spec()
               << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ struct RunContext {
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
   /// exactly that config, without tuning; one missing is tuned live (its record says so).
   std::map<std::string, RecordedConfig> replay;
+  /// Replayed configs that failed and what replaced them (shared by the benchmark's calls).
+  struct ReplayFallbacks {
+    std::mutex mutex;
+    std::map<std::string, Config> config_of;  ///< family name -> the live-tuned config
+    /// "compile_<op>_evicted" (the failing config was evicted from the cache) or
+    /// "compile_<op>_no_evict" (the eviction failed) -> the families concerned.
+    std::map<std::string, std::vector<std::string>> markers;
+  };
+  std::shared_ptr<ReplayFallbacks> fallbacks = std::make_shared<ReplayFallbacks>();
 };
 
 /// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy
