@@ -59,6 +59,17 @@ grep -q 'WARNING: shard 0 (CUDA_VISIBLE_DEVICES=6) killed by signal 6' "$work/cr
 [ "$(keys crash)" -eq 4 ] || fail "the crashed shard's keys were not tuned: $(keys crash)"
 [ "$(grep -c manual_time "$work/crash.out")" -eq 4 ] || fail "not every benchmark ran"
 
+# A config that leaves a sticky CUDA error ends its shard; fresh shards in further rounds skip
+# it, every key gets tuned, and no benchmark ever runs it.
+run sticky PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=sticky-config=BLOCK_N=16,BLOCK_K=128 \
+  || fail "sticky run failed: $(cat "$work/sticky.err")"
+grep -q 'parallel warmup round 2' "$work/sticky.err" || fail "no further round after a sticky error: $(cat "$work/sticky.err")"
+[ "$(keys sticky)" -eq 4 ] || fail "not every key was tuned after sticky errors: $(keys sticky)"
+[ "$(grep -c manual_time "$work/sticky.out")" -eq 4 ] && ! grep -q 'ERROR OCCURRED' "$work/sticky.out" \
+  || fail "a benchmark failed after sticky errors in the sweep: $(cat "$work/sticky.out")"
+TUNEBENCH_CACHE="$work/sticky.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
+  | grep -q 'launch_failed  BLOCK_N=16,BLOCK_K=128' || fail "the sticky config was not recorded as failed"
+
 # SIGINT during the sweep: children terminated and reaped, exit 130, the cache sound.
 rm -f "$work/int.sqlite"
 set -m

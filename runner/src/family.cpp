@@ -184,8 +184,8 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   if (!outcome.fatal_error.empty()) {
     // Keep what was learnt, the failing config above all, so no later run tries it again.
     if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
-    throw std::runtime_error("sticky CUDA error while tuning, the process cannot continue on this GPU: " +
-                             outcome.fatal_error);
+    throw StickyCudaError("sticky CUDA error while tuning, the process cannot continue on this GPU: " +
+                          outcome.fatal_error);
   }
   std::optional<cache::Best> best;
   if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};
@@ -223,6 +223,11 @@ class OpTiming {
 
   /// Time of one run of `config` (the RunTimer of the autotuner).
   std::chrono::nanoseconds time_run(const Config& config) {
+    // Fault injection for tests: "sticky-config=<config>" makes that config fail like an
+    // illegal memory access.
+    if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "sticky-config=" + config.str()) {
+      throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+    }
     if (cupti_) {
       cupti_->begin();
       op_.run(*work_, config, stream());

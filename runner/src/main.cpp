@@ -306,15 +306,33 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     // The sweep of every selected key the cache cannot answer, sharded over GPUs, before the
     // serial measurement on the first one.
     const auto tokens = device_tokens(std::getenv("CUDA_VISIBLE_DEVICES"), gpu.count);
-    std::vector<const Family*> untuned;
-    for (const auto& f : families) {
-      if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
-      if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
-    }
+    const auto untuned_now = [&] {
+      std::vector<const Family*> untuned;
+      for (const auto& f : families) {
+        if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
+        if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
+      }
+      return untuned;
+    };
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const WarmupReport w = parallel_warmup(untuned, *context, opt.warmup_gpus, tokens,
-                                           ec ? std::string(argv[0]) : exe.string(), original_args);
+    const std::string self = ec ? std::string(argv[0]) : exe.string();
+    auto untuned = untuned_now();
+    WarmupReport w = parallel_warmup(untuned, *context, opt.warmup_gpus, tokens, self, original_args);
+    // Keys a crashed shard left (a sticky CUDA error ends a shard) get further rounds in fresh
+    // processes, as long as each round finishes some.
+    bool progress = w.tuned > 0 || w.crashed_shards > 0;  // a crash after a sticky error stored it
+    for (int round = 1; round < 8 && progress; ++round) {
+      const auto left = untuned_now();
+      if (left.empty()) break;
+      std::cerr << "bench: parallel warmup round " << round + 1 << " for " << left.size() << " keys left\n";
+      const WarmupReport more = parallel_warmup(left, *context, opt.warmup_gpus, tokens, self, original_args, 0.0);
+      w.tuned += more.tuned;
+      w.crashed_shards += more.crashed_shards;
+      w.seconds += more.seconds;
+      progress = left.size() > untuned_now().size() || more.crashed_shards > 0;
+      untuned = left;
+    }
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
     std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "

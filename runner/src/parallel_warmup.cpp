@@ -133,7 +133,7 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
     load[s] += costs[k];
     first[k] = s;
   }
-  if (n < 2 || costs.empty()) return plan;
+  if (n < 2 || costs.empty() || trust_share <= 0) return plan;
   const auto doubled = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(trust_share * costs.size())));
   // Spread over the cost range, deterministically: every (keys / doubled)-th key by cost.
   const double step = static_cast<double>(order.size()) / static_cast<double>(doubled);
@@ -152,7 +152,7 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
 
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
-                             const std::vector<std::string>& args) {
+                             const std::vector<std::string>& args, double trust_share) {
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (tokens[i] == tokens[j]) {
@@ -182,7 +182,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     for (const auto& c : f->op->config_space(context.tune.space)) configs += f->op->can_implement(c, f->shape, context.device);
     costs.push_back(std::max(1, configs) * std::max(1.0, f->op->flops(f->shape)));
   }
-  const ShardPlan plan = plan_shards(costs, n);
+  const ShardPlan plan = plan_shards(costs, n, trust_share);
 
   std::string dir_template = (fs::temp_directory_path() / "tunebench-warmup-XXXXXX").string();
   if (!mkdtemp(dir_template.data())) {
@@ -213,6 +213,17 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
     const std::string store = (dir / ("shard-" + std::to_string(i) + ".sqlite")).string();
     child_args.push_back("--tunebench_cache=" + store);
+    if (context.cache) {
+      // What is known of the shard's keys (failures above all: a config that left a sticky
+      // error in an earlier round must not be tried again) goes with it.
+      std::vector<cache::ConfigCache::Entry> known;
+      for (auto k : plan.shards[static_cast<std::size_t>(i)]) {
+        const auto key = cache_key(*keys[k]->op, keys[k]->shape, context);
+        auto ms = context.cache->measurements(key);
+        if (!ms.empty()) known.push_back({key, std::move(ms), std::nullopt});
+      }
+      if (!known.empty()) cache::ConfigCache(store).store(known);
+    }
     child_args.push_back("--tunebench_shard=" + std::to_string(i) + ":" + list.string());
     Child& c = children[static_cast<std::size_t>(i)];
     c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
@@ -288,7 +299,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       ++report.crashed_shards;
       std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
                 << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
-                << " keys; the rest are tuned serially before their timing loops\n";
+                << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
     }
   }
 
@@ -356,6 +367,13 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
     }
     try {
       ensure_tuned(*it, context);
+    } catch (const StickyCudaError& e) {
+      // The failing config is stored; this process's GPU context is gone. Stop: the parent
+      // starts a fresh shard for the keys left.
+      std::cerr << "tunebench-shard: " << name << ": " << e.what() << "\n";
+      return 3;
+    }
+    try {
       if (disagree && context.cache) {
         const auto key = cache_key(*it->op, it->shape, context);
         const auto swept = it->op->config_space(context.tune.space);

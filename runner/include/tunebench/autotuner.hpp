@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ struct TuneOutcome {
   /// run in this process. best is then empty.
   std::string fatal_error;
   bool found() const { return !best.empty(); }
+};
+
+/// A sweep ended by a sticky CUDA error: this process can run nothing more on its GPU.
+class StickyCudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// Times one run of `config` and returns its time (kernel time for GPU ops). Throws on failure.

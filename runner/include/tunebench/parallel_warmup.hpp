@@ -20,9 +20,9 @@ int warmup_gpus_from_env();
 std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
 
 /// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
-/// (longest-processing-time scheduling); then the `trust_share` largest keys (at least one when
-/// n >= 2) are dealt again to a second, different shard, so that disagreement between shards
-/// can be counted.
+/// (longest-processing-time scheduling); then a `trust_share` of the keys, spread over the cost
+/// range (at least one when n >= 2 and trust_share > 0), is dealt again to a second, different
+/// shard, so that disagreement between shards can be counted.
 struct ShardPlan {
   std::vector<std::vector<std::size_t>> shards;  ///< key indices per shard
   std::vector<std::size_t> doubled;              ///< keys tuned on two shards
@@ -49,10 +49,12 @@ struct WarmupReport {
 /// if n > tokens.size().
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
-                             const std::vector<std::string>& args);
+                             const std::vector<std::string>& args, double trust_share = 0.1);
 
 /// The child side: tunes the families named (one per line) in `list_file` into context.cache,
-/// writing "tunebench-shard: tuned <family>" to stderr after each. Returns the exit status.
+/// writing "tunebench-shard: tuned <family>" to stderr after each. Returns the exit status: 3
+/// when a config left a sticky CUDA error (it is stored as launch_failed; the parent runs
+/// another round for the keys left, in fresh processes that skip it).
 /// For tests, TUNEBENCH_FAULT_INJECT="abort-shard=I" makes shard I abort after its first key
 /// and "disagree-shard=I" makes it report a config outside the swept space as the winner.
 int run_shard(const std::vector<Family>& families, const RunContext& context, int shard,
