@@ -212,16 +212,7 @@ Mxfp4GpuOp::Mxfp4GpuOp(bool foldscale, std::uint8_t scale_lo, std::uint8_t scale
 
 Mxfp4GpuOp::~Mxfp4GpuOp() = default;
 
-std::string Mxfp4GpuOp::kernel_version() const {
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
-  for (unsigned char c : mxfp4_kernel_source()) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "mxfp4-%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+std::string Mxfp4GpuOp::kernel_version() const { return "mxfp4-" + content_hash(mxfp4_kernel_source()); }
 
 std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
   std::vector<Config> out;
@@ -517,7 +508,12 @@ void Mxfp4MoeOp::run(Workload& work, const Config& config, cudaStream_t stream) 
   // Tile lists for every routing on the first run of a BLOCK_M, so later runs (in a captured
   // CUDA graph, say) never allocate.
   for (auto& routing : w.routings) tiles_for(routing, config.get("BLOCK_M"));
-  auto& r = w.routings[w.calls++ % w.routings.size()];
+  launch_routing(w, w.calls++ % w.routings.size(), config, stream);
+}
+
+void Mxfp4MoeOp::launch_routing(Workload& work, std::size_t routing, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<MoeWorkload&>(work);
+  Routing& r = w.routings[routing];
   auto& [tiles, count] = tiles_for(r, config.get("BLOCK_M"));
   launch(config, w.a.get(), w.w->codes.get(), w.w->scales.get(), w.y.get(), w.yacc.as<float>(),
          static_cast<int>(w.pairs), static_cast<int>(w.shape.n), static_cast<int>(w.shape.k), count, tiles.get(),
@@ -556,10 +552,7 @@ CheckResult Mxfp4MoeOp::check(Workload& work, const Config& config, cudaStream_t
     }
   }
   TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y.get(), 0xFF, w.y.bytes(), stream));
-  auto& [tiles, count] = tiles_for(r, config.get("BLOCK_M"));
-  launch(config, w.a.get(), w.w->codes.get(), w.w->scales.get(), w.y.get(), w.yacc.as<float>(),
-         static_cast<int>(w.pairs), static_cast<int>(s.n), static_cast<int>(s.k), count, tiles.get(),
-         r.a_rows.as<int>(), r.out_rows.as<int>(), stream);
+  launch_routing(w, 0, config, stream);
   TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   TUNEBENCH_CUDA_CHECK(cudaGetLastError());
   w.out.resize(w.ref.size());

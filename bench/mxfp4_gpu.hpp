@@ -140,6 +140,10 @@ class Mxfp4MoeOp final : public Mxfp4GpuOp {
   CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape& shape) const override;
   double bytes(const Shape& shape) const override;
+
+ private:
+  /// Enqueues the grouped GEMM for routing `routing` of `work` (tile lists made on first use).
+  void launch_routing(Workload& work, std::size_t routing, const Config& config, cudaStream_t stream) const;
 };
 
 }  // namespace tunebench::bench

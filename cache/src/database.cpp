@@ -85,16 +85,26 @@ std::string Database::integrity_check() {
   return result;
 }
 
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+}  // namespace
+
+std::filesystem::path tunebench_cache_home(const char* override_var) {
+  if (const char* p = env("XDG_CACHE_HOME"); p && std::filesystem::path(p).is_absolute()) {
+    return std::filesystem::path(p) / "tunebench";
+  }
+  if (const char* p = env("HOME")) return std::filesystem::path(p) / ".cache" / "tunebench";
+  throw std::runtime_error(std::string("no cache location: set ") + override_var + ", XDG_CACHE_HOME or HOME");
+}
+
 std::filesystem::path default_cache_path() {
-  const auto env = [](const char* name) -> const char* {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-  };
   if (const char* p = env("TUNEBENCH_CACHE")) return p;
-  // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
-  if (const char* p = env("XDG_CACHE_HOME"); p && std::filesystem::path(p).is_absolute()) return std::filesystem::path(p) / "tunebench" / "configs.sqlite";
-  if (const char* p = env("HOME")) return std::filesystem::path(p) / ".cache" / "tunebench" / "configs.sqlite";
-  throw std::runtime_error("no cache location: set TUNEBENCH_CACHE, XDG_CACHE_HOME or HOME");
+  return tunebench_cache_home("TUNEBENCH_CACHE") / "configs.sqlite";
 }
 
 }  // namespace tunebench::cache

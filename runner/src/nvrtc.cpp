@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tunebench/cache/database.hpp"
 #include "tunebench/cuda.hpp"
 
 namespace tunebench {
@@ -128,17 +129,11 @@ CompileResult KernelCompiler::compile(const CompileRequest& request) const {
 }
 
 fs::path default_kernel_cache_dir() {
-  const auto env = [](const char* name) -> const char* {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-  };
-  if (const char* p = env("TUNEBENCH_KERNEL_CACHE")) return p;
-  if (const char* p = env("XDG_CACHE_HOME"); p && fs::path(p).is_absolute()) {
-    return fs::path(p) / "tunebench" / "kernels";
-  }
-  if (const char* p = env("HOME")) return fs::path(p) / ".cache" / "tunebench" / "kernels";
-  throw std::runtime_error("no kernel cache location: set TUNEBENCH_KERNEL_CACHE, XDG_CACHE_HOME or HOME");
+  if (const char* p = std::getenv("TUNEBENCH_KERNEL_CACHE"); p && *p) return p;
+  return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE") / "kernels";
 }
+
+std::string content_hash(const std::string& text) { return hex(fnv1a(text)); }
 
 KernelLibrary::KernelLibrary(const std::string& cubin) {
   TUNEBENCH_CUDA_CHECK(cudaLibraryLoadData(&lib_, cubin.data(), nullptr, nullptr, 0, nullptr,

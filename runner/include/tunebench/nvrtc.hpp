@@ -54,6 +54,10 @@ class KernelCompiler {
   std::filesystem::path cache_dir_;
 };
 
+/// 64-bit FNV-1a hash of `text` as 16 hex digits: the hash the kernel cache keys sources by,
+/// for ops whose kernel_version() is their source.
+std::string content_hash(const std::string& text);
+
 /// The kernel cache folder: $TUNEBENCH_KERNEL_CACHE if set, else
 /// $XDG_CACHE_HOME/tunebench/kernels, else $HOME/.cache/tunebench/kernels.
 std::filesystem::path default_kernel_cache_dir();

@@ -49,6 +49,12 @@ class Database {
   std::filesystem::path path_;
 };
 
+/// tunebench's folder in the user's cache directory: $XDG_CACHE_HOME/tunebench, else
+/// $HOME/.cache/tunebench (XDG Base Directory Specification; a relative XDG_CACHE_HOME is
+/// ignored, as the specification requires). Throws std::runtime_error naming `override_var`
+/// (the variable that would have avoided the lookup) when neither is usable.
+std::filesystem::path tunebench_cache_home(const char* override_var);
+
 /// The cache file: $TUNEBENCH_CACHE if set (non-empty), else $XDG_CACHE_HOME/tunebench/
 /// configs.sqlite, else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory
 /// Specification). Throws std::runtime_error when none of these variables is usable.
