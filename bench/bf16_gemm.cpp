@@ -72,6 +72,7 @@ struct Bf16Workload final : Workload {
   std::size_t w_stride = 0;  // bytes from one copy of W to the next
   std::size_t copies = 1;
   std::size_t calls = 0;
+  std::size_t variants() const override { return copies; }
   Handle handle;
   Desc desc;
   Layout a_layout, b_layout, d_layout;

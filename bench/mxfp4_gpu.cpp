@@ -324,6 +324,7 @@ struct DenseWorkload final : Workload {
   std::vector<DeviceWeights> copies;
   DeviceBuffer x, y, yacc;
   std::size_t calls = 0;
+  std::size_t variants() const override { return copies.size(); }
   std::vector<float> ref;  // computed on the first check
   std::vector<std::uint16_t> out;  // of the last check
 };
@@ -409,6 +410,7 @@ struct MoeWorkload final : Workload {
   DeviceBuffer a, y, yacc;
   std::vector<Routing> routings;
   std::size_t calls = 0;
+  std::size_t variants() const override { return routings.size(); }
   std::vector<float> ref;  // routing 0
   std::vector<std::uint16_t> out;  // of the last check
 };

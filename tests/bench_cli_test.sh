@@ -194,7 +194,8 @@ expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work
 expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer below 2^64" env TUNEBENCH_SEED=x "$bench"
 expect_error 2 "--tunebench_seed='18446744073709551616': expected a non-negative integer below 2^64" "$bench" --tunebench_seed=18446744073709551616
 expect_error 2 "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" env FLAGGEMS_MXFP4_FOLDSCALE=2 "$bench"
-expect_error 2 "TUNEBENCH_TIMING='cupti': expected kernel or event" env TUNEBENCH_TIMING=cupti "$bench"
+expect_error 2 "TUNEBENCH_TIMING='cupti': expected kernel, cudagraph or event" env TUNEBENCH_TIMING=cupti "$bench"
+expect_error 2 "TUNEBENCH_COLD_L2='yes': expected 0 or 1" env TUNEBENCH_COLD_L2=yes "$bench"
 expect_error 2 "USE_FLAGTUNE='on': expected 0 (plain autotune) or 1 (exhaustive)" env USE_FLAGTUNE=on "$bench"
 expect_error 2 "config cache" "$bench" --tunebench_shapes="$tiny" --tunebench_cache=/proc/nope/cache.sqlite
 expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"

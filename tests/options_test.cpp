@@ -66,3 +66,32 @@ TEST(Options, BadFlagsAreOneLineErrors) {
   EXPECT_EQ(error_of({"bench", "--tunebench_shapes"}), "--tunebench_shapes: expected --tunebench_shapes=VALUE");
   EXPECT_NE(error_of({"bench", "--tunebench_shape=x"}).find("--tunebench_shape: unknown flag"), std::string::npos);
 }
+
+TEST(Options, TimingModesAndColdL2) {
+  ::unsetenv("TUNEBENCH_TIMING");
+  ::unsetenv("TUNEBENCH_COLD_L2");
+  {
+    Argv a({"bench", "--tunebench_timing=cudagraph", "--tunebench_cold_l2=1"});
+    const auto opt = tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
+    EXPECT_EQ(opt.timing, "cudagraph");
+    EXPECT_TRUE(opt.cold_l2);
+  }
+  {
+    Argv a({"bench"});
+    const auto opt = tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
+    EXPECT_EQ(opt.timing, "kernel");
+    EXPECT_FALSE(opt.cold_l2);
+  }
+  EXPECT_EQ(error_of({"bench", "--tunebench_timing=graph"}),
+            "--tunebench_timing='graph': expected kernel, cudagraph or event");
+  EXPECT_EQ(error_of({"bench", "--tunebench_cold_l2=yes"}), "--tunebench_cold_l2='yes': expected 0 or 1");
+  ::setenv("TUNEBENCH_COLD_L2", "2", 1);
+  EXPECT_EQ(error_of({"bench"}), "TUNEBENCH_COLD_L2='2': expected 0 or 1");
+  EXPECT_EQ(error_of({"bench", "--tunebench_cold_l2=0"}), "");  // the flag wins
+  ::setenv("TUNEBENCH_COLD_L2", "1", 1);
+  {
+    Argv a({"bench"});
+    EXPECT_TRUE(tunebench::parse_options(&a.argc, a.ptrs.data(), "default").cold_l2);
+  }
+  ::unsetenv("TUNEBENCH_COLD_L2");
+}

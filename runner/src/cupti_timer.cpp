@@ -21,7 +21,7 @@ bool g_started = false;
 std::string g_failure;
 
 // The window open on this thread, if any: callbacks append the ids of API calls made in it.
-thread_local std::vector<std::uint32_t>* t_window = nullptr;
+thread_local WindowIds* t_window = nullptr;
 
 std::string cupti_error(CUptiResult r, const char* call) {
   const char* text = nullptr;
@@ -43,7 +43,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      parsed.push_back({k->start, k->end, k->correlationId});
+      parsed.push_back({k->start, k->end, k->correlationId, k->graphId});
     }
   }
   std::free(buffer);
@@ -53,7 +53,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (t_window && info->callbackSite == CUPTI_API_ENTER) t_window->push_back(info->correlationId);
+  if (t_window && info->callbackSite == CUPTI_API_ENTER) t_window->calls.push_back(info->correlationId);
 }
 
 bool start(std::string* reason) {
@@ -114,7 +114,8 @@ void CuptiTimer::reserve(std::size_t windows) {
   spare_ids_.reserve(windows);
   for (std::size_t i = spare_ids_.size(); i < windows; ++i) {
     spare_ids_.emplace_back();
-    spare_ids_.back().reserve(16);
+    spare_ids_.back().calls.reserve(16);
+    spare_ids_.back().graphs.reserve(1);
   }
 }
 
@@ -129,6 +130,21 @@ void CuptiTimer::begin() {
 }
 
 void CuptiTimer::end() { t_window = nullptr; }
+
+void CuptiTimer::launched(const GraphLaunch& graph) {
+  if (windows_.empty()) throw std::logic_error("CuptiTimer::launched outside a window");
+  windows_.back().graphs.push_back(graph);
+}
+
+GraphLaunch CuptiTimer::graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, std::size_t kernels) {
+  GraphLaunch g;
+  g.kernels = kernels;
+  CUptiResult r = cuptiGetGraphId(reinterpret_cast<CUgraph>(graph), &g.graph_id);
+  if (r != CUPTI_SUCCESS) throw std::runtime_error(cupti_error(r, "cuptiGetGraphId"));
+  r = cuptiGetGraphExecId(reinterpret_cast<CUgraphExec>(exec), &g.exec_id);
+  if (r != CUPTI_SUCCESS) throw std::runtime_error(cupti_error(r, "cuptiGetGraphExecId"));
+  return g;
+}
 
 WindowTimes CuptiTimer::collect() {
   t_window = nullptr;

@@ -9,8 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "tunebench/cupti_timer.hpp"
-#include "tunebench/timer.hpp"
+#include "tunebench/gpu_clock.hpp"
+#include "tunebench/op_timing.hpp"
 
 namespace tunebench {
 
@@ -40,7 +40,7 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
           context.device.name,
           std::to_string(context.device.cc_major) + "." + std::to_string(context.device.cc_minor),
           context.cuda_toolkit,
-          context.timing_mode};
+          timing_name({context.timing_mode, context.cold_l2})};
 }
 
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets) {
@@ -64,6 +64,7 @@ namespace {
 
 void set_rates(benchmark::State& state, const Family& family, const RunContext& context, double iterations,
                double total_s) {
+  if (!(total_s > 0)) return;
   // Counter::kIsRate divides by CPU time, not manual time, so the rates are computed here.
   state.counters["TFLOP/s"] = family.op->flops(family.shape) * iterations / total_s / 1e12;
   state.counters["GB/s"] = family.op->bytes(family.shape) * iterations / total_s / 1e9;
@@ -74,66 +75,6 @@ void set_rates(benchmark::State& state, const Family& family, const RunContext& 
     const double floor_s = std::max(family.op->flops(family.shape) / c->peak_flops,
                                     family.op->bytes(family.shape) / c->peak_bytes_per_s);
     state.counters["roofline%"] = 100.0 * floor_s * iterations / total_s;
-  }
-}
-
-template <class Timer>
-void timing_loop(benchmark::State& state, const Family& family, const RunContext& context, Workload& work,
-                 const Config& config, cudaStream_t stream, Timer& timer) {
-  const Op& op = *family.op;
-  double total_s = 0;
-  for (auto _ : state) {
-    timer.start();
-    op.run(work, config, stream);
-    const double seconds = std::chrono::duration<double>(timer.stop()).count();
-    // Under manual time a zero or NaN iteration makes Google Benchmark grow the iteration
-    // count without bound, so it ends the benchmark instead.
-    if (!(seconds > 0) || !std::isfinite(seconds)) {
-      state.SkipWithError("iteration time was zero or not finite");
-      return;
-    }
-    state.SetIterationTime(seconds);
-    total_s += seconds;
-  }
-  set_rates(state, family, context, static_cast<double>(state.iterations()), total_s);
-}
-
-// Kernel-level timing without a CUPTI flush per iteration: every iteration but the last reports
-// a 1 ps placeholder; the last one synchronizes, collects every iteration's kernel records and
-// reports the rest of the total. Google Benchmark only ever uses the sum of a run's iteration
-// times, so the mean it reports is the mean kernel time.
-void kernel_timing_loop(benchmark::State& state, const Family& family, const RunContext& context, Workload& work,
-                        const Config& config, cudaStream_t stream) {
-  constexpr double kPlaceholder = 1e-12;
-  CuptiTimer timer;
-  const auto n = state.max_iterations;
-  timer.reserve(static_cast<std::size_t>(n));  // no allocation inside the loop
-  benchmark::IterationCount i = 0;
-  for (auto _ : state) {
-    timer.begin();
-    family.op->run(work, config, stream);
-    timer.end();
-    if (++i < n) {
-      state.SetIterationTime(kPlaceholder);
-      continue;
-    }
-    const WindowTimes times = timer.collect();
-    double total_s = 0;
-    for (std::size_t w = 0; w < times.ns.size(); ++w) {
-      if (times.kernels[w] == 0) {
-        state.SkipWithError(("iteration " + std::to_string(w) + " has no valid kernel record (" +
-                             std::to_string(times.invalid) + " invalid records)").c_str());
-        return;
-      }
-      total_s += static_cast<double>(times.ns[w]) * 1e-9;
-    }
-    const double last = total_s - static_cast<double>(n - 1) * kPlaceholder;
-    if (!(last > 0) || !std::isfinite(last)) {
-      state.SkipWithError("kernel time was zero or not finite");
-      return;
-    }
-    state.SetIterationTime(last);
-    set_rates(state, family, context, static_cast<double>(n), total_s);
   }
 }
 
@@ -207,77 +148,13 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   return {outcome.best, ConfigSource::kTuned};
 }
 
-// An op's workload, stream and timer: one run timed as its benchmark times it.
-class OpTiming {
- public:
-  OpTiming(const Family& family, const RunContext& context)
-      : op_(*family.op), work_(op_.prepare(family.shape, context.seed)) {
-    if (!op_.needs_gpu()) return;
-    stream_.emplace();
-    if (context.timing_mode == "kernel") {
-      cupti_.emplace();
-    } else {
-      event_.emplace(stream_->get());
-    }
-  }
+TimingOptions timing_options(const RunContext& context) { return {context.timing_mode, context.cold_l2}; }
 
-  /// Time of one run of `config` (the RunTimer of the autotuner).
-  std::chrono::nanoseconds time_run(const Config& config) {
-    // Fault injection for tests: "sticky-config=<config>" makes that config fail like an
-    // illegal memory access.
-    if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "sticky-config=" + config.str()) {
-      throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
-    }
-    if (cupti_) {
-      cupti_->begin();
-      op_.run(*work_, config, stream());
-      cupti_->end();
-      const WindowTimes t = cupti_->collect();
-      if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
-      return std::chrono::nanoseconds(t.ns[0]);
-    }
-    if (event_) {
-      event_->start();
-      op_.run(*work_, config, stream());
-      return event_->stop();
-    }
-    host_.start();
-    op_.run(*work_, config, nullptr);
-    return host_.stop();
-  }
-  RunTimer run_timer() {
-    return [this](const Config& c) { return time_run(c); };
-  }
-
-  /// One untimed run (compile, load, first touch); throws what the op throws.
-  void warm(const Config& config) {
-    op_.run(*work_, config, stream());
-    if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  }
-
-  /// The benchmark's timing loop for `config`, after one untimed run (lazy set-up, caches).
-  void measure(benchmark::State& state, const Family& family, const RunContext& context, const Config& config) {
-    op_.run(*work_, config, stream());
-    if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
-    if (cupti_) {
-      kernel_timing_loop(state, family, context, *work_, config, stream());
-    } else if (event_) {
-      timing_loop(state, family, context, *work_, config, stream(), *event_);
-    } else {
-      timing_loop(state, family, context, *work_, config, nullptr, host_);
-    }
-  }
-
- private:
-  cudaStream_t stream() const { return stream_ ? stream_->get() : nullptr; }
-
-  const Op& op_;
-  std::unique_ptr<Workload> work_;
-  std::optional<Stream> stream_;
-  HostTimer host_;
-  std::optional<CuptiTimer> cupti_;
-  std::optional<EventTimer> event_;
-};
+// The measurement device's SM clock, for GPU runs (nothing when NVML cannot say).
+SmClock sm_clock(const RunContext& context) {
+  if (!context.gpu_available || context.device.ordinal < 0) return {};
+  return read_sm_clock(context.device.ordinal);
+}
 
 // A replayed config that no longer compiles or launches: evict it from the cache, then tune the
 // key live without reading the cache, so a failed eviction cannot hand the bad config back.
@@ -312,33 +189,53 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
-  OpTiming timing(family, context);
-  auto [config, source] = choose_config(family, context, timing.run_timer());
-  if (source == ConfigSource::kReplayed) {
-    try {
-      timing.warm(config);
-    } catch (const CudaError& e) {
-      if (e.sticky()) throw;
-      config = replay_fallback(family, context, timing, config, e.what());
-      source = ConfigSource::kTuned;
-    } catch (const std::exception& e) {
-      config = replay_fallback(family, context, timing, config, e.what());
-      source = ConfigSource::kTuned;
+  auto& last = *context.last;
+  std::lock_guard<std::mutex> lock(last.mutex);
+  if (last.name != family.name) {
+    // Free the previous benchmark's inputs before preparing these (device memory).
+    last.timing.reset();
+    last.name.clear();
+    auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context));
+    auto [config, source] = choose_config(family, context, timing->run_timer());
+    if (source == ConfigSource::kReplayed) {
+      try {
+        timing->warm(config);
+      } catch (const CudaError& e) {
+        if (e.sticky()) throw;
+        config = replay_fallback(family, context, *timing, config, e.what());
+        source = ConfigSource::kTuned;
+      } catch (const std::exception& e) {
+        config = replay_fallback(family, context, *timing, config, e.what());
+        source = ConfigSource::kTuned;
+      }
+    }
+    if (context.record) {
+      const Op& op = *family.op;
+      context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
+                           op.needs_gpu() ? context.device.name : context.host_name, config.str(), to_string(source)});
+    }
+    // The label names the timing of GPU ops, so two results are never mistaken for one kind.
+    last.label = family.op->needs_gpu() ? config.str() + " (" + timing_name(timing->options()) + ")" : config.str();
+    last.config = config;
+    last.timing = std::move(timing);
+    last.name = family.name;
+  }
+  state.SetLabel(last.label);
+  const SmClock clock_start = sm_clock(context);
+  if (const auto total = last.timing->measure(state, last.config)) {
+    set_rates(state, family, context, total->iterations, total->seconds);
+    const SmClock clock_end = sm_clock(context);
+    if (clock_start.mhz && clock_end.mhz) {
+      state.counters["sm_mhz_start"] = *clock_start.mhz;
+      state.counters["sm_mhz_end"] = *clock_end.mhz;
     }
   }
-  if (context.record) {
-    const Op& op = *family.op;
-    context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
-                         op.needs_gpu() ? context.device.name : context.host_name, config.str(), to_string(source)});
-  }
-  state.SetLabel(config.str());
-  timing.measure(state, family, context, config);
 }
 
 }  // namespace
 
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
-  OpTiming timing(family, context);
+  OpTiming timing(*family.op, family.shape, context.seed, timing_options(context));
   return choose_config(family, context, timing.run_timer(), options).first;
 }
 

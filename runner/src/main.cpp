@@ -17,6 +17,8 @@
 
 #include "tunebench/cuda.hpp"
 #include "tunebench/cupti_timer.hpp"
+#include "tunebench/gpu_clock.hpp"
+#include "tunebench/op_timing.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
 #include "tunebench/filter.hpp"
@@ -106,6 +108,13 @@ void add_markers(const std::filesystem::path& json_file, const RunContext& conte
   std::filesystem::rename(tmp, json_file);
 }
 
+// The measurement GPU's SM clock now, for the manifest.
+std::string sm_clock_text(const RunContext& context) {
+  if (!context.gpu_available) return "";
+  const SmClock clock = read_sm_clock(context.device.ordinal);
+  return clock.mhz ? std::to_string(*clock.mhz) : "unknown (" + clock.error + ")";
+}
+
 // The run directory's configs.json and manifest.json, and what the user should know.
 void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
                     const std::vector<std::string>& args, const Options& opt) {
@@ -118,7 +127,7 @@ void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
   }
   nlohmann::json env = nlohmann::json::object();
   for (const char* name : {"PARALLEL_WARMUP_GPUS", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "FLAGGEMS_MXFP4_FOLDSCALE",
-                           "TUNEBENCH_TIMING", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
+                           "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const nlohmann::json manifest = {
@@ -127,7 +136,8 @@ void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
       {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
       {"device_uuid", context.gpu_available ? context.device.uuid : ""},
       {"host", context.host_name},
-      {"timing_mode", context.timing_mode},
+      {"timing_mode", timing_name({context.timing_mode, context.cold_l2})},
+      {"gpu_sm_clock_mhz_end", sm_clock_text(context)},
       {"cuda_toolkit", context.cuda_toolkit},
       {"tunebench_version", kVersion},
       {"tunebench_git_revision", kGitRevision},
@@ -249,10 +259,11 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
     context->cuda_toolkit = "cuda " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
     context->timing_mode = opt.timing;
+    context->cold_l2 = opt.cold_l2;
     std::tie(context->peak_bytes_per_s, context->peak_flops) = roofline_peaks(context->device.name);
     std::string why;
-    if (opt.timing == "kernel" && any_gpu_op && !listing && !CuptiTimer::available(&why)) {
-      std::cerr << "bench: CUPTI cannot be used (" << why << "): timing GPU ops with CUDA events, launch overhead included\n";
+    if (opt.timing != "event" && any_gpu_op && !listing && !CuptiTimer::available(&why)) {
+      std::cerr << "bench: CUPTI cannot be used (" << why << "): timing GPU ops with CUDA events (eager launches), launch overhead included\n";
       context->timing_mode = "event";
     }
   }
@@ -289,7 +300,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     benchmark::AddCustomContext("gpu_compute_capability", std::to_string(context->device.cc_major) +
                                                               "." + std::to_string(context->device.cc_minor));
     benchmark::AddCustomContext("gpu_sm_count", std::to_string(context->device.sm_count));
-    benchmark::AddCustomContext("timing_mode", context->timing_mode);
+    benchmark::AddCustomContext("timing_mode", timing_name({context->timing_mode, context->cold_l2}));
+    const SmClock clock = read_sm_clock(0);
+    benchmark::AddCustomContext("gpu_sm_clock_mhz_start", clock.mhz ? std::to_string(*clock.mhz) : "unknown (" + clock.error + ")");
     benchmark::AddCustomContext("gpu_uuid", context->device.uuid);
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
@@ -361,6 +374,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   } else {
     matched = benchmark::RunSpecifiedBenchmarks();
   }
+  context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
   if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt);
   if (!out_file.empty()) {

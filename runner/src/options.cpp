@@ -37,10 +37,16 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
   opt.space = space_from_env();
   opt.warmup_gpus = warmup_gpus_from_env();
   const auto check_timing = [](const std::string& v, const std::string& what) {
-    if (v != "kernel" && v != "event") throw std::invalid_argument(what + "='" + v + "': expected kernel or event");
+    if (v != "kernel" && v != "cudagraph" && v != "event") {
+      throw std::invalid_argument(what + "='" + v + "': expected kernel, cudagraph or event");
+    }
     return v;
   };
-
+  const auto check_bool = [](const std::string& v, const std::string& what) {
+    if (v != "0" && v != "1") throw std::invalid_argument(what + "='" + v + "': expected 0 or 1");
+    return v == "1";
+  };
+  bool cold_l2_given = false;
 
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -74,11 +80,14 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
     } else if (name == "--tunebench_timing") {
       opt.timing = check_timing(std::string(value), name);
       timing_given = true;
+    } else if (name == "--tunebench_cold_l2") {
+      opt.cold_l2 = check_bool(std::string(value), name);
+      cold_l2_given = true;
     } else if (name == "--tunebench_cache") {
       if (value.empty()) throw std::invalid_argument("--tunebench_cache: expected a cache file");
       opt.cache = std::string(value);
     } else {
-      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing, --tunebench_runs)");
+      throw std::invalid_argument(name + ": unknown flag (tunebench flags: --tunebench_shapes, --tunebench_seed, --tunebench_cache, --tunebench_timing, --tunebench_cold_l2, --tunebench_runs)");
     }
   }
   // The environment fills in what no flag gave (and is only checked then).
@@ -86,6 +95,9 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
   if (const char* env = std::getenv("TUNEBENCH_RUNS"); env && *env && !runs_given) opt.runs = env;
   if (const char* env = std::getenv("TUNEBENCH_TIMING"); env && !timing_given) {
     opt.timing = check_timing(env, "TUNEBENCH_TIMING");
+  }
+  if (const char* env = std::getenv("TUNEBENCH_COLD_L2"); env && !cold_l2_given) {
+    opt.cold_l2 = check_bool(env, "TUNEBENCH_COLD_L2");
   }
   *argc = kept;
   argv[kept] = nullptr;

@@ -2,6 +2,8 @@
 // Kernel-level timing with the CUPTI activity API: the GPU's own start and end of each kernel,
 // without the launch overhead CUDA events include.
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,14 +38,22 @@ class CuptiTimer {
   void begin();
   /// Closes the window (host cost: a vector append; no synchronization, no flush).
   void end();
+  /// Notes that the open window launched `graph` (see graph_launch): CUPTI reports a graph's
+  /// kernels by graph, not by the launch call, so attribution needs it. Throws
+  /// std::logic_error when no window was opened.
+  void launched(const GraphLaunch& graph);
+  /// The ids under which CUPTI reports the kernels of `exec` (instantiated from `graph`), which
+  /// runs `kernels` kernel nodes per launch. Throws std::runtime_error if CUPTI cannot say.
+  static GraphLaunch graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, std::size_t kernels);
   /// Waits for the device, forces CUPTI to deliver every record, and attributes them to the
-  /// windows closed since the last collect (in order). Throws std::runtime_error if CUPTI
+  /// windows closed since the last collect (in order); records of no window are discarded
+  /// (so a collect after warmup launches clears them away). Throws std::runtime_error if CUPTI
   /// dropped records (the times would be undercounted).
   WindowTimes collect();
 
  private:
-  std::vector<std::vector<std::uint32_t>> windows_;
-  std::vector<std::vector<std::uint32_t>> spare_ids_;  // preallocated id lists for begin()
+  std::vector<WindowIds> windows_;
+  std::vector<WindowIds> spare_ids_;  // preallocated id lists for begin()
 };
 
 }  // namespace tunebench

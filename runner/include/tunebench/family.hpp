@@ -12,6 +12,7 @@
 #include "tunebench/cache/config_cache.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/op.hpp"
+#include "tunebench/op_timing.hpp"
 #include "tunebench/run_record.hpp"
 #include "tunebench/shape.hpp"
 
@@ -49,9 +50,12 @@ struct RunContext {
   TuneOptions tune;            ///< how a key that is not cached gets tuned
   std::string host_name;       ///< the CPU model, the "device" of host ops' cache keys
   std::string cuda_toolkit;    ///< "cuda <major>.<minor>" of the runtime, for GPU ops' keys
-  /// How GPU ops are timed: "kernel" (CUPTI kernel durations) or "event" (CUDA events around
-  /// the launches, launch overhead included; the fallback when CUPTI cannot be used).
+  /// How GPU ops are timed (TimingOptions::mode): "kernel" (CUPTI kernel durations of eager
+  /// launches), "cudagraph" (CUPTI durations of CUDA-graph replays) or "event" (CUDA events
+  /// around the launches, launch overhead included; the fallback when CUPTI cannot be used).
   std::string timing_mode = "kernel";
+  /// Flush L2 before every timed run (TimingOptions::cold_l2); part of the cache key's timing.
+  bool cold_l2 = false;
   /// Peaks for the "roofline%" counter of GPU ops (0: unknown device, no counter): memory
   /// bandwidth in bytes/s and dense BF16 tensor-core rate in FLOP/s. See roofline_peaks().
   double peak_bytes_per_s = 0;
@@ -70,6 +74,24 @@ struct RunContext {
     std::map<std::string, std::vector<std::string>> markers;
   };
   std::shared_ptr<ReplayFallbacks> fallbacks = std::make_shared<ReplayFallbacks>();
+  /// The benchmark that ran last: its workload, timer and chosen config, kept while Google
+  /// Benchmark calls the same benchmark again (once per iteration-count probe and per
+  /// repetition), so inputs are prepared and the config chosen once per benchmark, not per
+  /// call. Only one is kept: the next benchmark frees it before preparing its own.
+  struct LastBenchmark {
+    std::mutex mutex;
+    std::string name;  ///< family name, "" when empty
+    std::unique_ptr<OpTiming> timing;
+    Config config;
+    std::string label;
+    /// Frees the workload (call before CUDA shuts down: after RunSpecifiedBenchmarks).
+    void release() {
+      std::lock_guard<std::mutex> lock(mutex);
+      timing.reset();
+      name.clear();
+    }
+  };
+  std::shared_ptr<LastBenchmark> last = std::make_shared<LastBenchmark>();
 };
 
 /// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy
@@ -80,7 +102,7 @@ std::pair<double, double> roofline_peaks(const std::string& device_name);
 
 /// The cache key of `op` on `shape` in this run: its kernel version and tuning key, the device
 /// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
-/// host ops, context.timing_mode for GPU ops).
+/// host ops, timing_name of context.timing_mode and context.cold_l2 for GPU ops).
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
@@ -89,7 +111,10 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr);
 
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
-/// the config as the label, counters TFLOP/s and GB/s (over the mean iteration time). The
+/// the config as the label (GPU ops: followed by the timing name in parentheses), counters
+/// TFLOP/s and GB/s (over the mean iteration time), roofline% where the device's peaks are
+/// known, and sm_mhz_start / sm_mhz_end (the SM clock before and after the timing loop, GPU
+/// ops, where NVML can read it). The
 /// config is the cached best of the family's key; a key not in the cache is autotuned first,
 /// outside the measured time, and the result stored. A family of a GPU op on a machine without
 /// a GPU, a sweep in which no config ran, or any exception from the op ends that benchmark with

@@ -9,11 +9,30 @@
 namespace tunebench {
 
 /// One kernel execution as CUPTI reports it (CUpti_ActivityKernel10: start, end in ns of the
-/// GPU timestamp clock; correlationId of the API call that launched it).
+/// GPU timestamp clock; correlationId of the API call that launched it; graphId, nonzero when a
+/// CUDA graph launch ran it).
 struct KernelRecord {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
   std::uint32_t correlation_id = 0;
+  std::uint32_t graph_id = 0;
+};
+
+/// A CUDA graph launched inside a window: the ids CUPTI may report for its kernels (the graph's
+/// and the executable graph's, cuptiGetGraphId / cuptiGetGraphExecId) and how many kernel nodes
+/// one launch runs.
+struct GraphLaunch {
+  std::uint32_t graph_id = 0;
+  std::uint32_t exec_id = 0;
+  std::size_t kernels = 0;
+};
+
+/// What happened inside one timing window.
+struct WindowIds {
+  /// Correlation ids of the CUDA API calls the timing thread made while the window was open.
+  std::vector<std::uint32_t> calls;
+  /// Graphs launched in the window, in launch order.
+  std::vector<GraphLaunch> graphs;
 };
 
 /// Result of attributing records to windows.
@@ -28,10 +47,14 @@ struct WindowTimes {
   std::size_t unattributed = 0;  ///< valid records of no window (harness work, other threads)
 };
 
-/// Attributes each record to the window whose correlation ids (the API calls made on the timing
-/// thread while the window was open) contain its correlation id. Windows and ids are in the
-/// order they were opened; an id appears in at most one window.
-WindowTimes attribute(const std::vector<KernelRecord>& records,
-                      const std::vector<std::vector<std::uint32_t>>& window_ids);
+/// Attributes each record to a window, in two passes:
+/// 1. by launch: the window whose API-call correlation ids contain the record's correlation id;
+/// 2. by graph (records of graph launches that pass 1 did not place, since CUPTI gives graph
+///    kernels no launch callback of their own): records of one graph id, in start order, are
+///    dealt to that graph's launches in window order, each launch taking its kernel count. So
+///    a launch of the graph outside every window must have been collected away first (the
+///    timer does so after capturing and warming a graph); surplus records are unattributed.
+/// Windows are in the order they were opened; a correlation id appears in at most one window.
+WindowTimes attribute(const std::vector<KernelRecord>& records, const std::vector<WindowIds>& windows);
 
 }  // namespace tunebench

@@ -24,8 +24,11 @@ struct Options {
   std::filesystem::path cache;
   /// USE_FLAGTUNE=1: autotune over the expanded config space (exhaustive search).
   SpaceKind space = SpaceKind::kDefault;
-  /// GPU timing: --tunebench_timing=kernel|event, else $TUNEBENCH_TIMING, else "kernel".
+  /// GPU timing: --tunebench_timing=kernel|cudagraph|event, else $TUNEBENCH_TIMING, else
+  /// "kernel" (see TimingOptions in op_timing.hpp).
   std::string timing = "kernel";
+  /// Flush L2 before every timed run: --tunebench_cold_l2=0|1, else $TUNEBENCH_COLD_L2, else 0.
+  bool cold_l2 = false;
   /// PARALLEL_WARMUP_GPUS (1: off). See parallel_warmup.hpp.
   int warmup_gpus = 1;
   /// Where run directories are made: --tunebench_runs=DIR, else $TUNEBENCH_RUNS, else "runs".

@@ -34,6 +34,11 @@ struct CheckResult {
 class Workload {
  public:
   virtual ~Workload() = default;
+  /// How many consecutive runs differ before they repeat: an op that keeps its weights cold by
+  /// cycling through copies (or routings) returns the cycle length. CUDA-graph timing captures
+  /// this many runs, one graph each, and replays them in turn, so a graph replay sees the same
+  /// cold data an eager run does. Default 1: every run is the same.
+  virtual std::size_t variants() const { return 1; }
 };
 
 /// A benchmarked operation. Implementations are immutable after construction and shared by all

@@ -1,0 +1,225 @@
+// perf_harness: the benchmark of tunebench's own measurement harness (needs a GPU).
+//
+// 1. Host overhead per iteration: Google Benchmark's CPU time per iteration of an empty
+//    one-block kernel under each timing mode, against a bare cudaLaunchKernel loop.
+// 2. Wall time of whole benchmarks (prepare, warm, Google Benchmark's iteration probing, the
+//    final run) against the time they report as measured, at the default min_time, for spin
+//    kernels of 5, 20 and 100 us and for mxfp4_gemm with a fixed config (no sweep).
+// 3. --crosscheck=RUNS: times single-kernel runs (a 50 us spin, mxfp4_gemm decode and prefill
+//    configs without split-K) eagerly with CUPTI and prints "crosscheck <kernel> <median ns>"
+//    lines; scripts/ncu_check.sh compares them with ncu's gpu__time_duration of the same
+//    kernels. Under ncu, where CUPTI is taken, it only launches.
+//
+// usage: perf_harness [--crosscheck=RUNS] [Google Benchmark flags]
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mxfp4_gpu.hpp"
+#include "spin_op.hpp"
+#include "tunebench/cupti_timer.hpp"
+#include "tunebench/device.hpp"
+#include "tunebench/family.hpp"
+#include "tunebench/op_timing.hpp"
+
+namespace {
+
+using namespace tunebench;
+using bench::Mxfp4GemmOp;
+using bench::SpinOp;
+using clock_type = std::chrono::steady_clock;
+
+Shape gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  Shape s;
+  s.set = "harness";
+  s.gemm = "w13";
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  return s;
+}
+
+// The final run of each benchmark, as Google Benchmark reports it.
+class Keep : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) last[r.benchmark_name()] = r;
+  }
+  std::map<std::string, Run> last;
+};
+
+std::shared_ptr<RunContext> context_for(const std::string& mode, const DeviceInfo& device) {
+  auto c = std::make_shared<RunContext>();
+  c->gpu_available = true;
+  c->device = device;
+  c->timing_mode = mode;
+  std::tie(c->peak_bytes_per_s, c->peak_flops) = roofline_peaks(device.name);
+  return c;
+}
+
+// Host time of one cudaLaunchKernel of the empty spin kernel, in us (the floor of any loop).
+double bare_launch_us(const SpinOp& empty) {
+  Stream stream;
+  auto work = empty.prepare(gemm_shape(1, 1, 1), 0);
+  const Config c = empty.config_space(SpaceKind::kDefault)[0];
+  empty.run(*work, c, stream.get());  // compile and load
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  constexpr int kLaunches = 500;
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < kLaunches; ++i) empty.run(*work, c, stream.get());
+  const auto t1 = clock_type::now();
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / kLaunches;
+}
+
+int crosscheck(int runs, const DeviceInfo& device) {
+  std::string why;
+  const bool cupti = CuptiTimer::available(&why);
+  if (!cupti) std::cout << "crosscheck: CUPTI unavailable (" << why << "): launching only\n";
+  SpinOp spin("spin_50us", 50'000);
+  Mxfp4GemmOp mxfp4(false);
+  struct Case {
+    const Op* op;
+    Shape shape;
+    Config config;
+    std::string kernel;
+  };
+  std::vector<Case> cases = {{&spin, gemm_shape(1, 1, 1), spin.config_space(SpaceKind::kDefault)[0], "spin"}};
+  for (const std::int64_t m : {8, 512}) {
+    const Shape s = gemm_shape(m, 4096, 4096);
+    for (const auto& c : mxfp4.config_space(SpaceKind::kDefault)) {
+      if (c.get("SPLIT_K") == 1 && (m == 8) == (c.get("BLOCK_M") == 8) && mxfp4.can_implement(c, s, device)) {
+        cases.push_back({&mxfp4, s, c, "mxfp4_gemm"});
+        break;
+      }
+    }
+  }
+  for (const auto& k : cases) {
+    Stream stream;
+    auto work = k.op->prepare(k.shape, 1);
+    k.op->run(*work, k.config, stream.get());
+    TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    std::vector<std::int64_t> ns;
+    if (cupti) {
+      CuptiTimer timer;
+      for (int i = 0; i < runs; ++i) {
+        timer.begin();
+        k.op->run(*work, k.config, stream.get());
+        timer.end();
+      }
+      const WindowTimes t = timer.collect();
+      ns = t.ns;
+    } else {
+      for (int i = 0; i < runs; ++i) k.op->run(*work, k.config, stream.get());
+      TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    }
+    std::cout << "case " << k.kernel << " M=" << k.shape.m << " [" << k.config.str() << "]\n";
+    if (!ns.empty()) {
+      std::sort(ns.begin(), ns.end());
+      std::cout << "crosscheck " << k.kernel << "_M" << k.shape.m << " " << ns[ns.size() / 2] << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int crosscheck_runs = 0;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--crosscheck=", 13) == 0) {
+      crosscheck_runs = std::atoi(argv[i] + 13);
+      if (crosscheck_runs <= 0) {
+        std::cerr << "perf_harness: --crosscheck='" << (argv[i] + 13) << "': expected a positive run count\n";
+        return 2;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  const auto probe = probe_gpus();
+  if (!probe.available()) {
+    std::cerr << "perf_harness: no CUDA device (" << probe.reason << ")\n";
+    return 1;
+  }
+  TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));
+  const DeviceInfo device = query_device(0);
+  if (crosscheck_runs > 0) return crosscheck(crosscheck_runs, device);
+  benchmark::Initialize(&argc, argv);
+  std::string why;
+  if (!CuptiTimer::available(&why)) {
+    std::cerr << "perf_harness: CUPTI unavailable (" << why << ")\n";
+    return 1;
+  }
+
+  // 1. Host overhead per iteration of an empty one-block kernel, per mode.
+  const auto empty = std::make_shared<SpinOp>("spin_empty", 0);
+  const double launch_us = bare_launch_us(*empty);
+  std::map<std::string, std::string> family_mode;
+  for (const std::string& mode : timing_modes()) {
+    auto op = std::make_shared<SpinOp>("empty_" + mode, 0);
+    for (const auto& f : make_families({op}, {ShapeSet{"harness", "", {}, {gemm_shape(1, 1, 1)}}})) {
+      register_family(f, context_for(mode, device));
+      family_mode[reported_name(f)] = mode;
+    }
+  }
+  // 2. Whole benchmarks: spin kernels and mxfp4_gemm with one fixed config (no sweep).
+  auto spin_context = context_for("kernel", device);
+  OpList spins = {std::make_shared<SpinOp>("spin_5us", 5'000), std::make_shared<SpinOp>("spin_20us", 20'000),
+                  std::make_shared<SpinOp>("spin_100us", 100'000)};
+  std::vector<std::string> whole;
+  for (const auto& f : make_families(spins, {ShapeSet{"harness", "", {}, {gemm_shape(1, 1, 1)}}})) {
+    register_family(f, spin_context);
+    whole.push_back(reported_name(f));
+  }
+  auto mxfp4 = std::make_shared<Mxfp4GemmOp>(false);
+  for (const std::int64_t m : {8, 512}) {
+    const Shape s = gemm_shape(m, 4096, 4096);
+    auto c = context_for("kernel", device);
+    c->tune.only = {mxfp4->default_config(s, device)};
+    for (const auto& f : make_families({mxfp4}, {ShapeSet{"harness", "", {}, {s}}})) {
+      register_family(f, c);
+      whole.push_back(reported_name(f));
+    }
+  }
+
+  Keep keep;
+  std::map<std::string, double> wall_s;
+  for (const auto& [name, mode] : family_mode) benchmark::RunSpecifiedBenchmarks(&keep, "^" + name + "$");
+  for (const auto& name : whole) {
+    const auto t0 = clock_type::now();
+    benchmark::RunSpecifiedBenchmarks(&keep, "^" + name + "$");
+    wall_s[name] = std::chrono::duration<double>(clock_type::now() - t0).count();
+  }
+
+  std::printf("\nHost overhead per iteration (empty one-block kernel; bare cudaLaunchKernel %.2f us):\n", launch_us);
+  std::printf("%-10s %14s %18s\n", "mode", "kernel time us", "host CPU us/iter");
+  for (const auto& [name, mode] : family_mode) {
+    const auto& r = keep.last.at(name);
+    std::printf("%-10s %14.2f %18.2f\n", mode.c_str(), r.real_accumulated_time / static_cast<double>(r.iterations) * 1e6,
+                r.cpu_accumulated_time / static_cast<double>(r.iterations) * 1e6);
+  }
+  std::printf("\nWhole benchmarks at min_time %s (measured = iterations x reported time of the final run):\n",
+              "default");
+  std::printf("%-44s %10s %11s %10s %7s\n", "benchmark", "iterations", "measured s", "wall s", "wall/measured");
+  for (const auto& name : whole) {
+    const auto& r = keep.last.at(name);
+    const double measured = r.real_accumulated_time;
+    std::printf("%-44s %10lld %11.3f %10.3f %7.2f\n", name.c_str(), static_cast<long long>(r.iterations), measured,
+                wall_s[name], wall_s[name] / measured);
+  }
+  benchmark::ClearRegisteredBenchmarks();  // frees the workloads while CUDA is still up
+  return 0;
+}

@@ -1,0 +1,64 @@
+#include "spin_op.hpp"
+
+#include <stdexcept>
+
+namespace tunebench::bench {
+namespace {
+
+const std::string& spin_source() {
+  static const std::string source = R"(
+extern "C" __global__ void spin(unsigned long long duration_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < duration_ns);
+}
+)";
+  return source;
+}
+
+struct SpinWorkload final : Workload {};
+
+}  // namespace
+
+SpinOp::SpinOp(std::string name, std::int64_t duration_ns) : name_(std::move(name)), duration_ns_(duration_ns) {
+  if (name_.empty() || name_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    throw std::invalid_argument("spin op name '" + name_ + "': expected [a-z0-9_]+");
+  }
+  if (duration_ns_ < 0) throw std::invalid_argument("spin op duration: expected >= 0 ns");
+}
+
+SpinOp::~SpinOp() = default;
+
+std::string SpinOp::kernel_version() const { return "spin-" + content_hash(spin_source()); }
+
+std::vector<Config> SpinOp::config_space(SpaceKind) const { return {Config{{"BLOCKS", 1}}}; }
+
+std::unique_ptr<Workload> SpinOp::prepare(const Shape&, std::uint64_t) const { return std::make_unique<SpinWorkload>(); }
+
+void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!library_) {
+      int device = 0;
+      TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+      std::filesystem::path dir;
+      try {
+        dir = default_kernel_cache_dir();
+      } catch (const std::exception&) {
+      }
+      const CompileResult compiled =
+          KernelCompiler(dir).compile({spin_source(), "spin.cu", {}, query_device(device).arch()});
+      if (!compiled.ok) throw std::runtime_error("compile_failed: spin kernel: " + compiled.log);
+      library_ = std::make_unique<KernelLibrary>(compiled.cubin);
+      kernel_ = library_->kernel("spin");
+    }
+  }
+  unsigned long long ns = static_cast<unsigned long long>(duration_ns_);
+  void* args[] = {&ns};
+  const auto blocks = static_cast<unsigned>(config.get("BLOCKS"));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(blocks), dim3(1), args, 0, stream));
+}
+
+}  // namespace tunebench::bench

@@ -1,0 +1,101 @@
+#pragma once
+// Timing an op's runs the way a benchmark measures them: the timing modes (kernel, cudagraph,
+// event; host ops on the host clock), the cold-L2 option, and Google Benchmark's timing loop.
+// Design and measurements: docs/timing.md.
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tunebench/autotuner.hpp"
+#include "tunebench/cuda.hpp"
+#include "tunebench/cupti_timer.hpp"
+#include "tunebench/op.hpp"
+#include "tunebench/timer.hpp"
+
+namespace tunebench {
+
+/// How GPU ops are timed (host ops always on the host's steady clock).
+struct TimingOptions {
+  /// "kernel": eager launches, each run's time the sum of its kernels' CUPTI durations;
+  /// "cudagraph": each run captured once into a CUDA graph (Workload::variants() graphs) and
+  /// replayed, kernels attributed by graph, CUPTI durations;
+  /// "event": CUDA events around the eager launches, launch gaps included.
+  std::string mode = "kernel";
+  /// Before every timed run, overwrite a buffer of twice the L2 size (allocated once) so the
+  /// run finds nothing of its inputs in L2. The flush is outside the measured window.
+  bool cold_l2 = false;
+};
+
+/// The timing modes accepted by TimingOptions::mode, in the order the help text lists them.
+const std::vector<std::string>& timing_modes();
+
+/// The name of `options` as the cache key's timing field, the JSON context and the benchmark
+/// label carry it: the mode, with "+cold_l2" appended when set (e.g. "cudagraph+cold_l2").
+std::string timing_name(const TimingOptions& options);
+
+/// What a timing loop measured, for the rate counters.
+struct LoopTotal {
+  double iterations = 0;
+  double seconds = 0;  ///< the sum of the iteration times reported to Google Benchmark
+};
+
+/// An op's workload, stream and timer for one shape: one run timed as its benchmark times it.
+/// GPU ops need a current CUDA device (and CUPTI for "kernel" and "cudagraph").
+class OpTiming {
+ public:
+  /// Prepares the op's workload from `seed`. Throws std::invalid_argument for an unknown mode,
+  /// std::runtime_error when CUPTI is needed and unavailable, and what Op::prepare throws.
+  OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options);
+  ~OpTiming();
+  OpTiming(const OpTiming&) = delete;
+  OpTiming& operator=(const OpTiming&) = delete;
+
+  /// The time of one run of `config` (the autotuner's RunTimer): kernel time in "kernel" and
+  /// "cudagraph" mode (a config's graphs are captured on its first run), event time in
+  /// "event", wall time for host ops. Throws what the op throws, CudaError, or
+  /// std::runtime_error (no kernel record, a run that cannot be captured into a graph).
+  std::chrono::nanoseconds time_run(const Config& config);
+  /// time_run as a RunTimer bound to this object.
+  RunTimer run_timer();
+
+  /// One untimed run (compile, load, first touch; the graph capture in "cudagraph" mode), then
+  /// a device sync. Throws what the op throws.
+  void warm(const Config& config);
+
+  /// Google Benchmark's timing loop for `config`, after warm(config). Reports every iteration
+  /// with SetIterationTime: CUPTI modes collect records once, at the last iteration of a run
+  /// (earlier iterations report a 1 ps placeholder and the last the rest of the total, so
+  /// the run's mean is exact without a flush per iteration). Ends the benchmark with
+  /// SkipWithError, and returns nothing, when an iteration has no valid kernel record, a
+  /// graph launch's kernels are not all attributed, or a time is zero or not finite.
+  std::optional<LoopTotal> measure(benchmark::State& state, const Config& config);
+
+  const TimingOptions& options() const { return options_; }
+
+ private:
+  struct Graphs;
+  void flush_l2();
+  void capture(const Config& config);
+  void launch(const Config& config);  // one eager run or the next graph replay
+  cudaStream_t stream() const { return stream_ ? stream_->get() : nullptr; }
+  std::optional<LoopTotal> cupti_loop(benchmark::State& state, const Config& config);
+
+  const Op& op_;
+  TimingOptions options_;
+  std::unique_ptr<Workload> work_;
+  std::optional<Stream> stream_;
+  HostTimer host_;
+  std::optional<CuptiTimer> cupti_;
+  std::optional<EventTimer> event_;
+  DeviceBuffer l2_flush_;
+  unsigned flushes_ = 0;
+  std::unique_ptr<Graphs> graphs_;
+};
+
+}  // namespace tunebench

@@ -1,0 +1,256 @@
+#include "tunebench/op_timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tunebench {
+
+const std::vector<std::string>& timing_modes() {
+  static const std::vector<std::string> modes = {"kernel", "cudagraph", "event"};
+  return modes;
+}
+
+std::string timing_name(const TimingOptions& options) {
+  return options.mode + (options.cold_l2 ? "+cold_l2" : "");
+}
+
+// The captured graphs of one config: one per workload variant, replayed in turn.
+struct OpTiming::Graphs {
+  std::string config;
+  std::vector<cudaGraph_t> graphs;
+  std::vector<cudaGraphExec_t> execs;
+  std::vector<GraphLaunch> ids;
+  std::size_t next = 0;
+  ~Graphs() {
+    for (auto e : execs) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(e));
+    for (auto g : graphs) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaGraphDestroy(g));
+  }
+};
+
+namespace {
+
+std::size_t kernel_nodes(cudaGraph_t graph) {
+  std::size_t count = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  TUNEBENCH_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  std::size_t kernels = 0;
+  for (auto node : nodes) {
+    cudaGraphNodeType type{};
+    TUNEBENCH_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) {
+      ++kernels;
+    } else if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      TUNEBENCH_CUDA_CHECK(cudaGraphChildGraphNodeGetGraph(node, &child));
+      kernels += kernel_nodes(child);
+    }
+  }
+  return kernels;
+}
+
+}  // namespace
+
+OpTiming::OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options)
+    : op_(op), options_(std::move(options)) {
+  const auto& modes = timing_modes();
+  if (std::find(modes.begin(), modes.end(), options_.mode) == modes.end()) {
+    throw std::invalid_argument("timing mode '" + options_.mode + "': expected kernel, cudagraph or event");
+  }
+  work_ = op_.prepare(shape, seed);
+  if (!op_.needs_gpu()) return;
+  stream_.emplace();
+  if (options_.mode == "event") {
+    event_.emplace(stream_->get());
+  } else {
+    cupti_.emplace();
+  }
+  if (options_.cold_l2) {
+    int device = 0, l2 = 0;
+    TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+    TUNEBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    l2_flush_ = DeviceBuffer(2 * static_cast<std::size_t>(std::max(l2, 1 << 20)));
+  }
+}
+
+OpTiming::~OpTiming() = default;
+
+void OpTiming::flush_l2() {
+  if (l2_flush_.get()) {
+    // A different byte each time, so no write can be skipped as unchanged.
+    TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(l2_flush_.get(), static_cast<int>(++flushes_ & 0xff), l2_flush_.bytes(), stream()));
+  }
+}
+
+void OpTiming::capture(const Config& config) {
+  if (graphs_ && graphs_->config == config.str()) return;
+  graphs_.reset();
+  const std::size_t n = std::max<std::size_t>(1, work_->variants());
+  // Eager runs first: lazy set-up (compilation, loading, tables made on first use) cannot be
+  // captured, and each variant gets its set-up.
+  for (std::size_t i = 0; i < n; ++i) op_.run(*work_, config, stream());
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  auto g = std::make_unique<Graphs>();
+  g->config = config.str();
+  for (std::size_t i = 0; i < n; ++i) {
+    TUNEBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      op_.run(*work_, config, stream());
+    } catch (...) {
+      if (cudaStreamEndCapture(stream(), &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      throw;
+    }
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    if (ended != cudaSuccess || !graph) {
+      cudaGetLastError();
+      throw std::runtime_error("the op cannot be captured into a CUDA graph (cudaStreamEndCapture: " +
+                               std::string(cudaGetErrorName(ended)) + ")");
+    }
+    g->graphs.push_back(graph);
+    cudaGraphExec_t exec = nullptr;
+    TUNEBENCH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    g->execs.push_back(exec);
+    const std::size_t kernels = kernel_nodes(graph);
+    if (kernels == 0) throw std::runtime_error("the op's CUDA graph has no kernel node");
+    g->ids.push_back(cupti_ ? CuptiTimer::graph_launch(graph, exec, kernels) : GraphLaunch{0, 0, kernels});
+  }
+  // One launch of each (uploads the graphs), then clear their records away: attribution by
+  // graph deals a graph's records to its launches in order.
+  for (auto exec : g->execs) TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(exec, stream()));
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (cupti_) cupti_->collect();
+  graphs_ = std::move(g);
+}
+
+void OpTiming::launch(const Config& config) {
+  if (options_.mode != "cudagraph" || !stream_) {
+    op_.run(*work_, config, stream());
+    return;
+  }
+  const std::size_t i = graphs_->next++ % graphs_->execs.size();
+  TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(graphs_->execs[i], stream()));
+  if (cupti_) cupti_->launched(graphs_->ids[i]);
+}
+
+std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
+  // Fault injection for tests: "sticky-config=<config>" makes that config fail like an
+  // illegal memory access.
+  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "sticky-config=" + config.str()) {
+    throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+  }
+  if (options_.mode == "cudagraph" && stream_) capture(config);
+  flush_l2();
+  if (cupti_) {
+    cupti_->begin();
+    launch(config);
+    cupti_->end();
+    const WindowTimes t = cupti_->collect();
+    if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
+    return std::chrono::nanoseconds(t.ns[0]);
+  }
+  if (event_) {
+    event_->start();
+    launch(config);
+    return event_->stop();
+  }
+  host_.start();
+  op_.run(*work_, config, nullptr);
+  return host_.stop();
+}
+
+RunTimer OpTiming::run_timer() {
+  return [this](const Config& c) { return time_run(c); };
+}
+
+void OpTiming::warm(const Config& config) {
+  if (options_.mode == "cudagraph" && stream_) {
+    capture(config);
+    return;
+  }
+  op_.run(*work_, config, stream());
+  if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+namespace {
+
+// Under manual time a zero or NaN iteration makes Google Benchmark grow the iteration count
+// without bound, so such a time ends the benchmark instead.
+bool usable(double seconds) { return seconds > 0 && std::isfinite(seconds); }
+
+}  // namespace
+
+std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Config& config) {
+  constexpr double kPlaceholder = 1e-12;
+  const auto n = state.max_iterations;
+  cupti_->reserve(static_cast<std::size_t>(n));  // no allocation inside the loop
+  const bool graph = options_.mode == "cudagraph";
+  benchmark::IterationCount i = 0;
+  std::optional<LoopTotal> result;
+  for (auto _ : state) {
+    flush_l2();
+    cupti_->begin();
+    launch(config);
+    cupti_->end();
+    if (++i < n) {
+      state.SetIterationTime(kPlaceholder);
+      continue;
+    }
+    const WindowTimes times = cupti_->collect();
+    const std::size_t expected = graph ? graphs_->ids[0].kernels : 0;
+    double total_s = 0;
+    for (std::size_t w = 0; w < times.ns.size(); ++w) {
+      if (times.kernels[w] == 0) {
+        state.SkipWithError(("iteration " + std::to_string(w) + " has no valid kernel record (" +
+                             std::to_string(times.invalid) + " invalid records)").c_str());
+        return std::nullopt;
+      }
+      if (graph && times.kernels[w] != expected) {
+        state.SkipWithError(("iteration " + std::to_string(w) + ": the graph launch ran " + std::to_string(expected) +
+                             " kernels but " + std::to_string(times.kernels[w]) + " records were attributed to it")
+                                .c_str());
+        return std::nullopt;
+      }
+      total_s += static_cast<double>(times.ns[w]) * 1e-9;
+    }
+    const double last = total_s - static_cast<double>(n - 1) * kPlaceholder;
+    if (!usable(last)) {
+      state.SkipWithError("kernel time was zero or not finite");
+      return std::nullopt;
+    }
+    state.SetIterationTime(last);
+    result = LoopTotal{static_cast<double>(n), total_s};  // the loop ends after this iteration
+  }
+  return result;
+}
+
+std::optional<LoopTotal> OpTiming::measure(benchmark::State& state, const Config& config) {
+  warm(config);
+  if (cupti_) return cupti_loop(state, config);
+  double total_s = 0;
+  for (auto _ : state) {
+    double seconds = 0;
+    if (event_) {
+      flush_l2();
+      event_->start();
+      launch(config);
+      seconds = std::chrono::duration<double>(event_->stop()).count();
+    } else {
+      host_.start();
+      op_.run(*work_, config, nullptr);
+      seconds = std::chrono::duration<double>(host_.stop()).count();
+    }
+    if (!usable(seconds)) {
+      state.SkipWithError("iteration time was zero or not finite");
+      return std::nullopt;
+    }
+    state.SetIterationTime(seconds);
+    total_s += seconds;
+  }
+  return LoopTotal{static_cast<double>(state.iterations()), total_s};
+}
+
+}  // namespace tunebench
