@@ -1,6 +1,8 @@
 #include "mxfp4_gpu.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -261,10 +263,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
          t.reduction_bytes() <= t.smem_bytes();
 }
 
-const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = config.str();
-  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
+const KernelCompiler& Mxfp4GpuOp::compiler() const {
   if (!compiler_) {
     std::filesystem::path dir;
     try {
@@ -274,10 +273,45 @@ const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
     }
     compiler_ = std::make_unique<KernelCompiler>(dir);
   }
+  return *compiler_;
+}
+
+void Mxfp4GpuOp::precompile(const std::vector<Config>& configs, const DeviceInfo& device, int threads) const {
+  std::vector<Config> todo;
+  const KernelCompiler* shared = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shared = &compiler();
+    if (shared->cache_dir().empty()) return;  // nowhere to keep the results
+    for (const auto& c : configs) {
+      if (!loaded_.count(c.str())) todo.push_back(c);
+    }
+  }
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < todo.size();) {
+      try {
+        compile_mxfp4_kernel(*shared, todo[i], routed(), foldscale_, device.arch());
+      } catch (const std::exception&) {
+        // run() compiles again and reports the failure with the config.
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const auto n = std::min<std::size_t>(todo.size(), static_cast<std::size_t>(std::max(1, threads)));
+  for (std::size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = config.str();
+  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
   int device = 0;
   TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
   const DeviceInfo info = query_device(device);
-  const CompileResult compiled = compile_mxfp4_kernel(*compiler_, config, routed(), foldscale_, info.arch());
+  const CompileResult compiled = compile_mxfp4_kernel(compiler(), config, routed(), foldscale_, info.arch());
   if (!compiled.ok) {
     std::cerr << name() << " [" << key << "]: compile failed:\n" << compiled.log << "\n";
     const auto nl = compiled.log.find('\n');

@@ -82,6 +82,9 @@ class Mxfp4GpuOp : public Op {
   /// K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread, STAGES x stage
   /// bytes within the device's opt-in shared memory, WARPS * 32 threads within its limit.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
+  /// Compiles `configs` into the kernel cache on `threads` threads (NVRTC compiles concurrently),
+  /// so a sweep's first run of each config loads a cubin instead of compiling.
+  void precompile(const std::vector<Config>& configs, const DeviceInfo& device, int threads) const override;
 
   bool foldscale() const { return foldscale_; }
 
@@ -102,6 +105,7 @@ class Mxfp4GpuOp : public Op {
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::unique_ptr<Kernels>> loaded_;
   mutable std::unique_ptr<KernelCompiler> compiler_;
+  const KernelCompiler& compiler() const;  // created on first use; call with mutex_ held
 };
 
 /// mxfp4_gemm: Y[M,N] (bf16) = X[M,K] (bf16) . dequant(W)[N,K]^T, W in MXFP4, fp32

@@ -31,6 +31,10 @@ class FakeOp final : public tunebench::Op {
   void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
   double flops(const tunebench::Shape&) const override { return 1; }
   double bytes(const tunebench::Shape&) const override { return 1; }
+  void precompile(const std::vector<Config>& configs, const tunebench::DeviceInfo&, int threads) const override {
+    precompiled.push_back({configs, threads});
+  }
+  mutable std::vector<std::pair<std::vector<Config>, int>> precompiled;
 };
 
 const tunebench::Shape kShape{"s", "w", 8, 64, 64, 8, 2, std::nullopt};
@@ -219,4 +223,24 @@ TEST(Autotuner, OnlyTimesTheGivenContenders) {
   EXPECT_EQ(out.best.str(), "B=1");
   EXPECT_EQ(calls.count(2), 0u);
   EXPECT_EQ(out.results.size(), 2u);
+}
+
+TEST(Autotuner, PrecompilesExactlyTheConfigsItWillTimeBeforeTimingAny) {
+  FakeOp op;
+  tunebench::TuneOptions o;
+  o.compile_threads = 3;
+  // B=4 is rejected; B=1 failed in an earlier run; B=2 and B=3 remain.
+  const std::vector<tunebench::cache::Measurement> known = {{"B=1", Status::kCompileFailed, std::nullopt,
+                                                             std::nullopt, std::nullopt, "bad", 0, ""}};
+  std::size_t precompiled_before_first_run = 99;
+  const auto timer = [&](const Config& c) {
+    if (precompiled_before_first_run == 99) precompiled_before_first_run = op.precompiled.size();
+    return std::chrono::nanoseconds(c.get("B") * 1000);
+  };
+  const auto out = tunebench::autotune(op, kShape, kDevice, timer, o, known);
+  ASSERT_EQ(op.precompiled.size(), 1u);
+  EXPECT_EQ(precompiled_before_first_run, 1u);
+  EXPECT_EQ(op.precompiled[0].first, (std::vector<Config>{Config{{"B", 2}}, Config{{"B", 3}}}));
+  EXPECT_EQ(op.precompiled[0].second, 3);
+  EXPECT_EQ(out.best.str(), "B=2");
 }

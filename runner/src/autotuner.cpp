@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "tunebench/cuda.hpp"
 
@@ -115,6 +116,16 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
       continue;
     }
     order.push_back(config);
+  }
+  const int threads = options.compile_threads > 0 ? options.compile_threads
+                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  try {
+    op.precompile(order, device, threads);
+  } catch (const std::exception&) {
+    // Each config's own run reports what went wrong.
+  }
+  for (const auto& config : order) {
+    const std::string text = config.str();
     try {
       out.results.push_back(time_config(config, time_run, options, device_uuid));
     } catch (const CudaError& e) {

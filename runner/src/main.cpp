@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <ctime>
 #include <unistd.h>
+#include <thread>
 #include <tuple>
 #include <filesystem>
 #include <fstream>
@@ -251,6 +252,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   context->gpu_reason = gpu.reason;
   context->seed = opt.seed;
   context->tune.space = opt.space;
+  // Under the parallel warmup, the shards (same environment) share the host's cores.
+  context->tune.compile_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, opt.warmup_gpus));
   context->host_name = host_cpu_name();
   if (gpu.available()) {
     TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));

@@ -29,6 +29,8 @@ struct TuneOptions {
   double tie_tolerance = 0.01;
   /// When not empty, only these configs are timed (to re-time the contenders of a key).
   std::vector<Config> only;
+  /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
+  int compile_threads = 0;
 };
 
 /// The space named by USE_FLAGTUNE: unset or "0" the default space, "1" the expanded one;
@@ -59,7 +61,8 @@ class StickyCudaError : public std::runtime_error {
 using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
 
 /// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device` (when
-/// exactly one can, it is the winner untimed, best_p50_ns 0 and no results):
+/// exactly one can, it is the winner untimed, best_p50_ns 0 and no results), after
+/// Op::precompile of those to be timed:
 /// warmup runs, then repetitions; p20/p50/p80 of the repetitions, p50 the score. Configs whose
 /// stored result in `known` failed are skipped (a rerun does not retry them); every other
 /// config's outcome is in results, failures included: compile_failed (an exception whose

@@ -89,6 +89,15 @@ class Op {
   /// can_implement the shape on `device`. Throws std::runtime_error if none can.
   Config default_config(const Shape& shape, const DeviceInfo& device) const;
 
+  /// Prepares `configs` ahead of a sweep on up to `threads` host threads, for ops that compile
+  /// per config (so a sweep's compilations run in parallel rather than one per timed config).
+  /// Failures are left for run() to report. The default does nothing.
+  virtual void precompile(const std::vector<Config>& configs, const DeviceInfo& device, int threads) const {
+    (void)configs;
+    (void)device;
+    (void)threads;
+  }
+
   /// Allocates and fills inputs for `shape` from `seed` (deterministic), on the current CUDA
   /// device for GPU ops. Not timed.
   virtual std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const = 0;
