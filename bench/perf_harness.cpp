@@ -6,9 +6,10 @@
 //    final run) against the time they report as measured, at the default min_time, for spin
 //    kernels of 5, 20 and 100 us and for mxfp4_gemm with a fixed config (no sweep).
 // 3. --crosscheck=RUNS: times single-kernel runs (a 50 us spin, mxfp4_gemm decode and prefill
-//    configs without split-K) eagerly with CUPTI and prints "crosscheck <kernel> <median ns>"
-//    lines; scripts/ncu_check.sh compares them with ncu's gpu__time_duration of the same
-//    kernels. Under ncu, where CUPTI is taken, it only launches.
+//    configs without split-K) eagerly with CUPTI, RUNS back to back and RUNS isolated (idle
+//    before each), and prints "crosscheck <case> <isolated median ns> <back-to-back median ns>";
+//    scripts/ncu_check.sh compares them with ncu's gpu__time_duration of the same kernels.
+//    Under ncu, where CUPTI is taken, it only launches (1 + 2 x RUNS per case).
 //
 // usage: perf_harness [--crosscheck=RUNS] [Google Benchmark flags]
 
@@ -22,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mxfp4_gpu.hpp"
@@ -109,7 +111,9 @@ int crosscheck(int runs, const DeviceInfo& device) {
     auto work = k.op->prepare(k.shape, 1);
     k.op->run(*work, k.config, stream.get());
     TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    std::vector<std::int64_t> ns;
+    // Back to back (as the benchmarks run) and isolated (a synchronization and 1 ms idle before
+    // each run, as under ncu, which serializes and instruments between kernels).
+    std::vector<std::int64_t> back_to_back, isolated;
     if (cupti) {
       CuptiTimer timer;
       for (int i = 0; i < runs; ++i) {
@@ -117,16 +121,33 @@ int crosscheck(int runs, const DeviceInfo& device) {
         k.op->run(*work, k.config, stream.get());
         timer.end();
       }
-      const WindowTimes t = timer.collect();
-      ns = t.ns;
+      back_to_back = timer.collect().ns;
+      for (int i = 0; i < runs; ++i) {
+        TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        timer.begin();
+        k.op->run(*work, k.config, stream.get());
+        timer.end();
+      }
+      isolated = timer.collect().ns;
     } else {
-      for (int i = 0; i < runs; ++i) k.op->run(*work, k.config, stream.get());
+      for (int i = 0; i < 2 * runs; ++i) {
+        if (i >= runs) {
+          TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        k.op->run(*work, k.config, stream.get());
+      }
       TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
     }
     std::cout << "case " << k.kernel << " M=" << k.shape.m << " [" << k.config.str() << "]\n";
-    if (!ns.empty()) {
-      std::sort(ns.begin(), ns.end());
-      std::cout << "crosscheck " << k.kernel << "_M" << k.shape.m << " " << ns[ns.size() / 2] << "\n";
+    if (cupti) {
+      const auto median = [](std::vector<std::int64_t> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      std::cout << "crosscheck " << k.kernel << "_M" << k.shape.m << " " << median(isolated) << " "
+                << median(back_to_back) << "\n";
     }
   }
   return 0;
@@ -195,6 +216,21 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The fixed start-up of a whole benchmark: preparing its inputs and one untimed run.
+  std::map<std::string, double> startup_s;
+  for (const auto& name : whole) {
+    const bool gemm = name.rfind("mxfp4_gemm", 0) == 0;
+    const Op& op = gemm ? static_cast<const Op&>(*mxfp4) : *spins[name.rfind("spin_5us", 0) == 0 ? 0 : name.rfind("spin_20us", 0) == 0 ? 1 : 2];
+    const Shape s = gemm ? gemm_shape(name.find("M:8/") != std::string::npos ? 8 : 512, 4096, 4096) : gemm_shape(1, 1, 1);
+    const Config c = gemm ? mxfp4->default_config(s, device) : op.config_space(SpaceKind::kDefault)[0];
+    const auto t0 = clock_type::now();
+    {
+      OpTiming timing(op, s, 0, {"kernel", false});
+      timing.warm(c);
+    }
+    startup_s[name] = std::chrono::duration<double>(clock_type::now() - t0).count();
+  }
+
   Keep keep;
   std::map<std::string, double> wall_s;
   for (const auto& [name, mode] : family_mode) benchmark::RunSpecifiedBenchmarks(&keep, "^" + name + "$");
@@ -213,12 +249,13 @@ int main(int argc, char** argv) {
   }
   std::printf("\nWhole benchmarks at min_time %s (measured = iterations x reported time of the final run):\n",
               "default");
-  std::printf("%-44s %10s %11s %10s %7s\n", "benchmark", "iterations", "measured s", "wall s", "wall/measured");
+  std::printf("%-52s %10s %10s %8s %10s %14s\n", "benchmark", "iterations", "measured s", "wall s", "start-up s",
+              "(wall-start-up)/measured");
   for (const auto& name : whole) {
     const auto& r = keep.last.at(name);
     const double measured = r.real_accumulated_time;
-    std::printf("%-44s %10lld %11.3f %10.3f %7.2f\n", name.c_str(), static_cast<long long>(r.iterations), measured,
-                wall_s[name], wall_s[name] / measured);
+    std::printf("%-52s %10lld %10.3f %8.3f %10.3f %14.2f\n", name.c_str(), static_cast<long long>(r.iterations),
+                measured, wall_s[name], startup_s[name], (wall_s[name] - startup_s[name]) / measured);
   }
   benchmark::ClearRegisteredBenchmarks();  // frees the workloads while CUDA is still up
   return 0;

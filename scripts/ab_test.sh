@@ -8,7 +8,9 @@
 # Two record-mode runs are not comparable: each may retune under noise and pick other winners,
 # which mixes the choice of configs into the difference. Replays hold the configs fixed.
 # Default bench arguments: --benchmark_filter=^mxfp4 --benchmark_repetitions=9.
-# BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured.
+# BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY
+# (default /usr/share/benchmark/compare.py, Debian's libbenchmark-tools) and PYTHON (default
+# /usr/bin/python3, which has Debian's scipy) name compare.py and the interpreter that runs it.
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: scripts/ab_test.sh VAR VALUE_A VALUE_B [bench arguments...]" >&2
@@ -44,4 +46,10 @@ record=$(run_dir record)
 dir_a=$(run_dir "A ($var=$a)" "$var=$a" REPLAY_FROM="$record")
 dir_b=$(run_dir "B ($var=$b)" "$var=$b" REPLAY_FROM="$record")
 echo "ab_test: record $record, A $dir_a, B $dir_b" >&2
-/usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$dir_a/results.json" "$dir_b/results.json"
+compare=${COMPARE_PY:-/usr/share/benchmark/compare.py}
+if [ ! -f "$compare" ]; then
+  echo "ab_test: no compare.py at $compare (install libbenchmark-tools or set COMPARE_PY); compare with:" >&2
+  echo "  compare.py benchmarks $dir_a/results.json $dir_b/results.json" >&2
+  exit 1
+fi
+"${PYTHON:-/usr/bin/python3}" "$compare" benchmarks "$dir_a/results.json" "$dir_b/results.json"
