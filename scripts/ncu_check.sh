@@ -32,6 +32,9 @@ rows = [r for r in csv.DictReader(l for l in open(ncu_file) if l.startswith('"')
 per_case = 2 * runs + 1
 if len(rows) != per_case * len(cupti):
     sys.exit(f"ncu_check: expected {per_case * len(cupti)} profiled kernels, ncu reported {len(rows)}")
+for l in open(cupti_file):
+    if l.startswith("case "):
+        print(l.rstrip())
 print(f"{'kernel':<18} {'CUPTI isolated us':>18} {'CUPTI b2b us':>13} {'ncu us':>10} {'diff %':>8}")
 worst = 0.0
 for i, (name, isolated_ns, b2b_ns) in enumerate(cupti):

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Plain autotune (the default config space) against exhaustive search (USE_FLAGTUNE=1, the
+# expanded space) on the same benchmarks, each into its own fresh config cache:
+#   scripts/plain_vs_exhaustive.sh [bench arguments...]
+# Default arguments: --benchmark_filter='^mxfp4_(gemm|moe)/dsv4f_decode_tp4/'.
+# Sweep time of each = wall time of the tuning run minus that of a rerun on the filled cache
+# (same benchmarks, nothing to tune); both at --benchmark_min_time=0.01 so measurement is small.
+# Then, per tuning key, from the exhaustive run's measurements (one sweep, so one set of
+# conditions): the p50 of the config plain autotune chose over the best p50 of all expanded
+# configs. Goal: within 2% on >= 95% of keys, at <= 1/5 of the exhaustive sweep time.
+# BENCH (default build/bench/bench) and PYTHON (default python3) are honoured.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bench=${BENCH:-$here/build/bench/bench}
+[ -x "$bench" ] || { echo "plain_vs_exhaustive: no bench at $bench (build first: scripts/build.sh)" >&2; exit 2; }
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(--benchmark_filter='^mxfp4_(gemm|moe)/dsv4f_decode_tp4/')
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+wall() {  # wall LOG ENV...: runs bench with ENV, prints seconds
+  local log=$1; shift
+  local t0 t1
+  t0=$(date +%s%N)
+  if ! env "$@" "$bench" "${args[@]}" --benchmark_min_time=0.01 >"$log" 2>&1; then
+    tail -5 "$log" >&2
+    echo "plain_vs_exhaustive: bench failed (log above)" >&2
+    exit 1
+  fi
+  t1=$(date +%s%N)
+  echo "$(( (t1 - t0) / 1000000 ))"
+}
+plain_ms=$(wall "$work/plain.log" TUNEBENCH_CACHE="$work/plain.sqlite" USE_FLAGTUNE=0)
+plain_rerun_ms=$(wall "$work/plain2.log" TUNEBENCH_CACHE="$work/plain.sqlite" USE_FLAGTUNE=0)
+exh_ms=$(wall "$work/exh.log" TUNEBENCH_CACHE="$work/exh.sqlite" USE_FLAGTUNE=1)
+exh_rerun_ms=$(wall "$work/exh2.log" TUNEBENCH_CACHE="$work/exh.sqlite" USE_FLAGTUNE=0)
+"${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exh.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" <<'PY'
+import sqlite3, sys
+plain_db, exh_db = sys.argv[1], sys.argv[2]
+plain_ms, plain_rerun_ms, exh_ms, exh_rerun_ms = map(int, sys.argv[3:7])
+key = "op, tuning_key, device_name, timing_mode"
+def rows(db, sql):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+plain_best = {r[:4]: r[4] for r in rows(plain_db, f"SELECT {key}, config FROM best")}
+exh = {}
+for r in rows(exh_db, f"SELECT {key}, config, p50_ns FROM measurements WHERE status = 'ok' AND p50_ns > 0"):
+    exh.setdefault(r[:4], {})[r[4]] = r[5]
+plain_sweep = (plain_ms - plain_rerun_ms) / 1e3
+exh_sweep = (exh_ms - exh_rerun_ms) / 1e3
+print(f"sweep time: plain {plain_sweep:.1f} s, exhaustive {exh_sweep:.1f} s "
+      f"(ratio {plain_sweep / exh_sweep:.3f}; runs {plain_ms / 1e3:.1f}/{exh_ms / 1e3:.1f} s, reruns "
+      f"{plain_rerun_ms / 1e3:.1f}/{exh_rerun_ms / 1e3:.1f} s)")
+print(f"{'op':<11} {'tuning key':<28} {'configs':>7} {'plain winner':<60} {'gap %':>7}  exhaustive winner")
+within = total = 0
+for k in sorted(plain_best):
+    if k not in exh:
+        print(f"{k[0]:<11} {k[1]:<28} missing from the exhaustive run")
+        continue
+    times = exh[k]
+    best = min(times.values())
+    winner = min(times, key=times.get)
+    chosen = plain_best[k]
+    if chosen not in times:
+        print(f"{k[0]:<11} {k[1]:<28} {len(times):>7} {chosen:<60} (not measured in the exhaustive run)")
+        continue
+    gap = 100.0 * (times[chosen] / best - 1)
+    total += 1
+    within += gap <= 2.0
+    print(f"{k[0]:<11} {k[1]:<28} {len(times):>7} {chosen:<60} {gap:>7.2f}  {winner}")
+if total:
+    print(f"plain winner within 2% of the exhaustive best on {within}/{total} keys ({100.0 * within / total:.0f}%; goal >= 95%)")
+PY
