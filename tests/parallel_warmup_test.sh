@@ -27,6 +27,11 @@ grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err
 [ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
 ! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
 grep -q 'parallel warmup: 4 keys on 2 shards' "$work/tokens.err" || fail "no summary line"
+for i in 0 1; do  # per shard: keys, time spent tuning them, time from start to exit
+  grep -Eq "parallel warmup shard $i: [0-9]+ keys, [0-9.]+ s tuning in [0-9.]+ s" "$work/tokens.err" ||
+    fail "no time line for shard $i: $(cat "$work/tokens.err")"
+done
+grep -Eq '\[shard [01]\] tunebench-shard: tuned cpu_mxfp4_gemm/.* in [0-9.]+ s$' "$work/tokens.err" || fail "no key time"
 # (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
 [[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"

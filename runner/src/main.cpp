@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <unistd.h>
 #include <thread>
@@ -355,6 +356,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
               << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
               << " shards failed, " << w.disagreeing.size() << " disagreements\n";
+    for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
+      const auto& sh = w.per_shard[i];
+      char line[160];
+      std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %d keys, %.1f s tuning in %.1f s\n", i,
+                    sh.keys, sh.tuning_s, sh.wall_s);
+      std::cerr << line;
+    }
     if (!w.disagreeing.empty()) {
       std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
                 << "(re-timed on the measurement GPU): " << list << "\n";

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cctype>
 #include <cstring>
@@ -42,6 +43,8 @@ struct Child {
   int tuned = 0, planned = 0;
   bool exited = false;
   int status = 0;
+  double tuning_s = 0;  // the sum of the key times the shard reported
+  double wall_s = 0;    // from the spawn to the exit
 };
 
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
@@ -76,7 +79,12 @@ void forward_lines(Child& c, int shard, const char* data, std::size_t n) {
   while ((nl = c.partial.find('\n')) != std::string::npos) {
     const std::string line = c.partial.substr(0, nl);
     c.partial.erase(0, nl + 1);
-    if (line.rfind("tunebench-shard: tuned ", 0) == 0) ++c.tuned;
+    if (line.rfind("tunebench-shard: tuned ", 0) == 0) {
+      ++c.tuned;
+      // "... tuned NAME in SECONDS s"
+      const auto in = line.rfind(" in ");
+      if (in != std::string::npos) c.tuning_s += std::atof(line.c_str() + in + 4);
+    }
     std::cerr << "[shard " << shard << "] " << line << "\n";
   }
 }
@@ -260,7 +268,10 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
     bool all_done = true;
     for (auto& c : children) {
-      if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.exited = true;
+      if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.exited = true;
+        c.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      }
       all_done &= c.exited && c.err_fd < 0;
     }
     if (all_done) break;
@@ -294,6 +305,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   for (int i = 0; i < n; ++i) {
     const Child& c = children[static_cast<std::size_t>(i)];
     report.tuned += c.tuned;
+    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s});
     if (g_signal) continue;  // stopped on purpose
     if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
@@ -359,7 +371,9 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
   const bool abort_after_one = fault && std::string(fault) == "abort-shard=" + me;
   const bool disagree = fault && std::string(fault) == "disagree-shard=" + me;
   std::string name;
+  char seconds[32];
   while (std::getline(in, name)) {
+    const auto key_started = std::chrono::steady_clock::now();
     const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
     if (it == families.end()) {
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
@@ -388,7 +402,9 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
     } catch (const std::exception& e) {
       std::cerr << "tunebench-shard: " << name << ": " << e.what() << "\n";
     }
-    std::cerr << "tunebench-shard: tuned " << name << "\n";
+    std::snprintf(seconds, sizeof seconds, "%.2f",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - key_started).count());
+    std::cerr << "tunebench-shard: tuned " << name << " in " << seconds << " s\n";
     if (abort_after_one) std::abort();
   }
   return 0;

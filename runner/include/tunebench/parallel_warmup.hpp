@@ -37,6 +37,14 @@ struct WarmupReport {
   int crashed_shards = 0;   ///< children that died or failed; their keys are tuned serially later
   std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
   double seconds = 0;       ///< wall time of the sweep
+  /// Per shard: keys finished, seconds spent tuning them (as the shard timed each key) and
+  /// seconds from its start to its exit. wall - tuning is the shard's start-up and idle time.
+  struct Shard {
+    int keys = 0;
+    double tuning_s = 0;
+    double wall_s = 0;
+  };
+  std::vector<Shard> per_shard;  ///< of the first round
 };
 
 /// Runs the warmup: writes each shard's family list, starts child i of `exe` with `args` plus
