@@ -75,6 +75,25 @@ grep -q 'parallel warmup round 2' "$work/sticky.err" || fail "no further round a
 TUNEBENCH_CACHE="$work/sticky.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
   | grep -q 'launch_failed  BLOCK_N=16,BLOCK_K=128' || fail "the sticky config was not recorded as failed"
 
+# Without the parallel warmup, TUNEBENCH_ISOLATE_SWEEP=1 (the default "auto" does this for GPU
+# keys) sweeps in one child process on the first device: a sticky error costs a child, and
+# every key still gets tuned while the failing config is recorded.
+run isolated CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_FAULT_INJECT=sticky-config=BLOCK_N=16,BLOCK_K=128 \
+  || fail "isolated sweep failed: $(cat "$work/isolated.err")"
+grep -q 'isolated sweep: 4 keys in a child process' "$work/isolated.err" || fail "no isolated sweep: $(cat "$work/isolated.err")"
+grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/isolated.err" || fail "the child was not on the first device"
+grep -q 'isolated sweep round 2' "$work/isolated.err" || fail "no further round after a sticky error"
+[ "$(keys isolated)" -eq 4 ] || fail "not every key was tuned in the isolated sweep: $(keys isolated)"
+[ "$(grep -c manual_time "$work/isolated.out")" -eq 4 ] && ! grep -q 'ERROR OCCURRED' "$work/isolated.out" \
+  || fail "a benchmark failed after the isolated sweep: $(cat "$work/isolated.out")"
+TUNEBENCH_CACHE="$work/isolated.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
+  | grep -q 'launch_failed  BLOCK_N=16,BLOCK_K=128' || fail "the sticky config was not recorded as failed"
+# auto (the default) keeps host-only sweeps in-process; 0 always does; a bad value is refused.
+run auto || fail "plain run failed"
+! grep -q 'isolated sweep' "$work/auto.err" || fail "a host-only sweep was isolated by default"
+env TUNEBENCH_ISOLATE_SWEEP=yes "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err" && fail "bad TUNEBENCH_ISOLATE_SWEEP accepted"
+grep -qx "bench: TUNEBENCH_ISOLATE_SWEEP='yes': expected auto, 0 or 1" "$work/bad.err" || fail "bad value message: $(cat "$work/bad.err")"
+
 # SIGINT during the sweep: children terminated and reaped, exit 130, the cache sound.
 rm -f "$work/int.sqlite"
 set -m

@@ -320,31 +320,42 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         : "unknown for this device: no roofline% counter");
   }
 
-  if (opt.warmup_gpus >= 2 && !listing) {
+  const auto untuned_now = [&] {
+    std::vector<const Family*> untuned;
+    for (const auto& f : families) {
+      if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
+      if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
+    }
+    return untuned;
+  };
+  // Without the parallel warmup, a sweep with GPU keys still runs in a child process (one
+  // shard on the measurement GPU), so a config that leaves a sticky CUDA error costs a fresh
+  // child, not this process's GPU (TUNEBENCH_ISOLATE_SWEEP, see Options).
+  bool isolate = false;
+  if (opt.warmup_gpus < 2 && !listing && opt.isolate_sweep != 0) {
+    for (const Family* f : untuned_now()) isolate |= f->op->needs_gpu() || opt.isolate_sweep == 1;
+  }
+  if ((opt.warmup_gpus >= 2 || isolate) && !listing) {
     // The sweep of every selected key the cache cannot answer, sharded over GPUs, before the
     // serial measurement on the first one.
-    const auto tokens = device_tokens(std::getenv("CUDA_VISIBLE_DEVICES"), gpu.count);
-    const auto untuned_now = [&] {
-      std::vector<const Family*> untuned;
-      for (const auto& f : families) {
-        if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
-        if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
-      }
-      return untuned;
-    };
+    auto tokens = device_tokens(std::getenv("CUDA_VISIBLE_DEVICES"), gpu.count);
+    if (isolate && tokens.size() > 1) tokens.resize(1);
+    if (isolate && tokens.empty()) tokens.push_back("0");  // no device: host ops only
+    const int shards = isolate ? 1 : opt.warmup_gpus;
+    const std::string what = isolate ? "isolated sweep" : "parallel warmup";
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     const std::string self = ec ? std::string(argv[0]) : exe.string();
     auto untuned = untuned_now();
-    WarmupReport w = parallel_warmup(untuned, *context, opt.warmup_gpus, tokens, self, original_args);
+    WarmupReport w = parallel_warmup(untuned, *context, shards, tokens, self, original_args, isolate ? 0.0 : 0.1);
     // Keys a crashed shard left (a sticky CUDA error ends a shard) get further rounds in fresh
     // processes, as long as each round finishes some.
     bool progress = w.tuned > 0 || w.crashed_shards > 0;  // a crash after a sticky error stored it
     for (int round = 1; round < 8 && progress; ++round) {
       const auto left = untuned_now();
       if (left.empty()) break;
-      std::cerr << "bench: parallel warmup round " << round + 1 << " for " << left.size() << " keys left\n";
-      const WarmupReport more = parallel_warmup(left, *context, opt.warmup_gpus, tokens, self, original_args, 0.0);
+      std::cerr << "bench: " << what << " round " << round + 1 << " for " << left.size() << " keys left\n";
+      const WarmupReport more = parallel_warmup(left, *context, shards, tokens, self, original_args, 0.0);
       w.tuned += more.tuned;
       w.crashed_shards += more.crashed_shards;
       w.seconds += more.seconds;
@@ -353,25 +364,33 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
-    std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
-              << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
-              << " shards failed, " << w.disagreeing.size() << " disagreements\n";
-    for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
-      const auto& sh = w.per_shard[i];
-      char line[160];
-      std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %d keys, %.1f s tuning in %.1f s\n", i,
-                    sh.keys, sh.tuning_s, sh.wall_s);
-      std::cerr << line;
+    if (isolate) {
+      std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in "
+                << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+                << " child processes failed\n";
+      benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
+      benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
+    } else {
+      std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
+                << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+                << " shards failed, " << w.disagreeing.size() << " disagreements\n";
+      for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
+        const auto& sh = w.per_shard[i];
+        char line[160];
+        std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %d keys, %.1f s tuning in %.1f s\n", i,
+                      sh.keys, sh.tuning_s, sh.wall_s);
+        std::cerr << line;
+      }
+      if (!w.disagreeing.empty()) {
+        std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
+                  << "(re-timed on the measurement GPU): " << list << "\n";
+      }
+      benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(opt.warmup_gpus));
+      benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
+      benchmark::AddCustomContext("parallel_warmup_seconds", std::to_string(w.seconds));
+      benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
+      benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
     }
-    if (!w.disagreeing.empty()) {
-      std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
-                << "(re-timed on the measurement GPU): " << list << "\n";
-    }
-    benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(opt.warmup_gpus));
-    benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
-    benchmark::AddCustomContext("parallel_warmup_seconds", std::to_string(w.seconds));
-    benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
-    benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
   }
 
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());

@@ -31,6 +31,11 @@ struct Options {
   bool cold_l2 = false;
   /// PARALLEL_WARMUP_GPUS (1: off). See parallel_warmup.hpp.
   int warmup_gpus = 1;
+  /// Without the parallel warmup, where the sweep runs: TUNEBENCH_ISOLATE_SWEEP=auto (-1, the
+  /// default: in a child process when a selected GPU key needs tuning, so a sticky CUDA error
+  /// cannot take this process's GPU; in-process otherwise), 1 (always a child process), 0
+  /// (always in-process).
+  int isolate_sweep = -1;
   /// Where run directories are made: --tunebench_runs=DIR, else $TUNEBENCH_RUNS, else "runs".
   std::filesystem::path runs = "runs";
   /// REPLAY_FROM: a run directory whose configs this run replays exactly ("" records afresh).
