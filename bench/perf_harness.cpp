@@ -179,6 +179,7 @@ int main(int argc, char** argv) {
   const DeviceInfo device = query_device(0);
   if (crosscheck_runs > 0) return crosscheck(crosscheck_runs, device);
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   std::string why;
   if (!CuptiTimer::available(&why)) {
     std::cerr << "perf_harness: CUPTI unavailable (" << why << ")\n";

@@ -10,6 +10,7 @@
 // usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [set-name-substring ...]
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -133,11 +134,22 @@ int main(int argc, char** argv) {
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
     } else if (a.rfind("--m=", 0) == 0) {
-      for (std::size_t pos = 4; pos < a.size();) {
+      for (std::size_t pos = 4; pos <= a.size();) {
         const auto comma = std::min(a.find(',', pos), a.size());
-        ms.push_back(std::stoll(a.substr(pos, comma - pos)));
+        const std::string item = a.substr(pos, comma - pos);
+        long long m = 0;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), m);
+        if (item.empty() || ec != std::errc() || end != item.data() + item.size() || m <= 0) {
+          std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of positive token counts M\n";
+          return 2;
+        }
+        ms.push_back(m);
         pos = comma + 1;
       }
+    } else if (a.rfind("--", 0) == 0) {
+      std::cerr << "perf_mxfp4: unknown flag " << a
+                << " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [set-name-substring ...])\n";
+      return 2;
     } else {
       wanted.push_back(a);
     }

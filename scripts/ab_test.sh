@@ -26,6 +26,13 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH:-$here/build/bench/bench}
 [ -x "$bench" ] || { echo "ab_test: no bench at $bench (build first: scripts/build.sh)" >&2; exit 2; }
 args=("$@")
+for arg in "${args[@]}"; do
+  case $arg in
+    --benchmark_out=*|--benchmark_out_format=*|--benchmark_format=*|--tunebench_runs=*)
+      echo "ab_test: $arg: ab_test writes each run's JSON into its run directory itself; leave it out" >&2
+      exit 2 ;;
+  esac
+done
 [ ${#args[@]} -gt 0 ] || args=(--benchmark_filter=^mxfp4)
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=9)
 log=$(mktemp)
@@ -52,4 +59,6 @@ if [ ! -f "$compare" ]; then
   echo "  compare.py benchmarks $dir_a/results.json $dir_b/results.json" >&2
   exit 1
 fi
-"${PYTHON:-/usr/bin/python3}" "$compare" benchmarks "$dir_a/results.json" "$dir_b/results.json"
+color=()
+[ -t 1 ] || color=(--no-color)  # no escape codes in a file or pipe
+"${PYTHON:-/usr/bin/python3}" "$compare" "${color[@]}" benchmarks "$dir_a/results.json" "$dir_b/results.json"

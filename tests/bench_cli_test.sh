@@ -63,6 +63,11 @@ for f in configs.json manifest.json; do [ -s "$record/$f" ] || fail "run directo
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
 latest=$(ls -d "$work"/runs/* | tail -1)
 [ -s "$latest/results.json" ] || fail "the JSON did not go to the run directory $latest"
+/usr/bin/python3 - "$latest/manifest.json" <<'PY' || fail "manifest.json lacks status complete or the results path"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["status"] == "complete" and m["results"].endswith("/results.json"), m
+PY
 # The latency table: a row per benchmark and the trace-weighted total, on the console and as
 # Markdown in the run directory; with --benchmark_format=json stdout stays pure JSON.
 [ "$(grep -c '^| cpu_mxfp4_gemm |' "$latest/latency.md")" -eq 4 ] || fail "latency.md rows: $(cat "$latest/latency.md")"
@@ -121,6 +126,8 @@ BENCH="$bench" "$here/../scripts/ab_test.sh" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tune
 grep -q 'manual_time_pvalue.*U Test, Repetitions: 9 vs 9' "$work/ab.txt" || fail "ab_test.sh printed no U test: $(cat "$work/ab.txt")"
 set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; set -e
 [ "$rc" -eq 2 ] || fail "ab_test.sh accepted a bad variable name"
+set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$work/x.json" >/dev/null 2>"$work/abo.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'ab_test writes each run' "$work/abo.err" || fail "ab_test.sh accepted --benchmark_out"
 
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key the cache answers.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
@@ -204,6 +211,9 @@ expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_K
 expect_error 2 "TUNEBENCH_SHAPES: $work/none: no such shape file or folder" env TUNEBENCH_SHAPES="$work/none" "$bench"
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
 expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
+runs_before=$(ls "$work/runs" | wc -l)
 expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op
+[ "$(grep -c . "$work/err")" -eq 1 ] || fail "a filter matching nothing printed more than one line: $(cat "$work/err")"
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "a filter matching nothing left a run directory"
 [ ! -s "$work/out" ] || [ "$(grep -c . "$work/out")" -le 3 ] || fail "a failed run printed results"
 echo "bench_cli: all checks passed"

@@ -175,7 +175,7 @@ void ConfigCache::open_checked() {
     // Only a file SQLite cannot read as a database is set aside; a permission or locking
     // problem is reported as it is.
     if (e.code() != SQLITE_NOTADB && e.code() != SQLITE_CORRUPT) throw;
-    problem = e.what();
+    problem = e.code() == SQLITE_NOTADB ? "is not an SQLite database" : "is corrupt (SQLite: database disk image is malformed)";
   }
   if (problem.empty()) return;
   for (auto& ch : problem) {

@@ -118,9 +118,10 @@ std::string sm_clock_text(const RunContext& context) {
 }
 
 // The run directory's configs.json and manifest.json, and what the user should know.
-void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
-                    const std::vector<std::string>& args, const Options& opt) {
-  context.record->write(dir);
+// manifest.json: written with status "running" before the benchmarks start, so a run
+// interrupted by Ctrl-C leaves a directory that says so, and again with "complete" at the end.
+void write_manifest(const std::filesystem::path& dir, const RunContext& context, const std::vector<std::string>& args,
+                    const Options& opt, const std::string& results, bool complete) {
   std::vector<std::string> live;
   if (!context.replay.empty()) {
     for (const auto& e : context.record->entries()) {
@@ -133,6 +134,8 @@ void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const nlohmann::json manifest = {
+      {"status", complete ? "complete" : "running (if no bench is running, it was interrupted)"},
+      {"results", results},
       {"command", args},
       {"env", env},
       {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
@@ -147,12 +150,22 @@ void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
       {"replay_from", opt.replay_from.string()},
       {"replay_tuned_live", live},
       {"replay_markers", context.fallbacks->markers}};
-  std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
+  const auto tmp = dir / "manifest.json.tmp";
+  std::ofstream(tmp) << manifest.dump(2) << "\n";
+  std::filesystem::rename(tmp, dir / "manifest.json");
+  if (!complete) return;
   if (!live.empty()) {
     std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << opt.replay_from.string()
               << " or failed there, and were tuned live (see manifest.json)\n";
   }
   std::cerr << "bench: run directory " << dir.string() << "\n";
+}
+
+// The run directory's configs.json and final manifest.json, and what the user should know.
+void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
+                    const std::vector<std::string>& args, const Options& opt, const std::string& results) {
+  context.record->write(dir);
+  write_manifest(dir, context, args, opt, results, true);
 }
 
 // Paths that would only fail after the whole run, checked before it starts.
@@ -196,7 +209,15 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   if (!listing && opt.shard < 0) {
     run_dir = claim_run_dir(opt.runs, std::time(nullptr));
     if (!has_flag(argc, argv, "--benchmark_out")) {
-      out_default = "--benchmark_out=" + (run_dir / "results.json").string();
+      // Named after --benchmark_out_format, so a CSV is never called results.json.
+      std::string name = "results.json";
+      for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--benchmark_out_format=csv") name = "results.csv";
+        if (a == "--benchmark_out_format=console") name = "results.txt";
+        if (a == "--benchmark_out_format=json") name = "results.json";
+      }
+      out_default = "--benchmark_out=" + (run_dir / name).string();
       args.push_back(out_default.data());
     }
   }
@@ -247,6 +268,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
   }
   const BenchmarkFilter filter(benchmark::GetBenchmarkFilter());
+  if (!listing && std::none_of(families.begin(), families.end(),
+                               [&](const Family& f) { return filter.selects(reported_name(f)); })) {
+    // Before anything is written: no run directory, no empty output file.
+    std::cerr << "bench: --benchmark_filter='" << filter.spec()
+              << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";
+    return 1;
+  }
 
   auto context = std::make_shared<RunContext>();
   context->gpu_available = gpu.available();
@@ -395,6 +423,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
 
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
+  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, out_file, false);
   std::size_t matched = 0;
   if (console && !listing) {
     int options = benchmark::ConsoleReporter::OO_None;
@@ -407,7 +436,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   }
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt);
+  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt, out_file);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";

@@ -84,8 +84,14 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
                      c.at("device").get<std::string>(), c.at("config").get<std::string>(),
                      c.at("source").get<std::string>()});
     }
-  } catch (const json::exception& e) {
-    throw ReplayError(file.string() + ": not a run record: " + e.what());
+  } catch (const json::out_of_range& e) {
+    // e.what() reads "[json.exception.out_of_range.403] key 'configs' not found": keep the key.
+    const std::string what = e.what();
+    const auto key = what.find("key '");
+    throw ReplayError(file.string() + ": not a tunebench run record (" +
+                      (key != std::string::npos ? what.substr(key) : std::string("a field is missing")) + ")");
+  } catch (const json::exception&) {
+    throw ReplayError(file.string() + ": not a tunebench run record (not the JSON bench writes as configs.json)");
   }
   return out;
 }
