@@ -348,6 +348,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         : "unknown for this device: no roofline% counter");
   }
 
+  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, out_file, false);
   const auto untuned_now = [&] {
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
@@ -423,7 +424,6 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
 
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
-  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, out_file, false);
   std::size_t matched = 0;
   if (console && !listing) {
     int options = benchmark::ConsoleReporter::OO_None;
