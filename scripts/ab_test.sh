@@ -12,8 +12,12 @@
 # (default /usr/share/benchmark/compare.py, Debian's libbenchmark-tools) and PYTHON (default
 # /usr/bin/python3, which has Debian's scipy) name compare.py and the interpreter that runs it.
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 if [ $# -lt 3 ]; then
-  echo "usage: scripts/ab_test.sh VAR VALUE_A VALUE_B [bench arguments...]" >&2
+  echo "usage: scripts/ab_test.sh VAR VALUE_A VALUE_B [bench arguments...] (--help for more)" >&2
   exit 2
 fi
 var=$1 a=$2 b=$3
@@ -59,6 +63,19 @@ if [ ! -f "$compare" ]; then
   echo "  compare.py benchmarks $dir_a/results.json $dir_b/results.json" >&2
   exit 1
 fi
+# Failed entries have time 0 and compare as +0.0000 or -1.0000: say so rather than print a verdict.
+"${PYTHON:-/usr/bin/python3}" - "$dir_a/results.json" "$dir_b/results.json" <<'PY' || exit 1
+import json, sys
+for path in sys.argv[1:]:
+    runs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type") == "iteration"]
+    failed = [b["name"] for b in runs if b.get("error_occurred")]
+    if runs and len(failed) == len(runs):
+        sys.exit(f"ab_test: every benchmark failed in {path} (first: {failed[0]}: "
+                 f"{runs[0].get('error_message', '')}): nothing to compare")
+    if failed:
+        print(f"ab_test: WARNING: {len(failed)} benchmarks failed in {path}; compare.py shows them as "
+              f"+0.0000 or -1.0000 (first: {failed[0]})", file=sys.stderr)
+PY
 color=()
 [ -t 1 ] || color=(--no-color)  # no escape codes in a file or pipe
 "${PYTHON:-/usr/bin/python3}" "$compare" "${color[@]}" benchmarks "$dir_a/results.json" "$dir_b/results.json"

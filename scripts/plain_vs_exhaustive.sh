@@ -10,10 +10,10 @@
 # configs. Goal: within 2% on >= 95% of keys, at <= 1/5 of the exhaustive sweep time.
 # BENCH (default build/bench/bench) and PYTHON (default python3) are honoured.
 set -euo pipefail
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do
   case $a in
-    -h|--help) usage ;;
+    -h|--help) usage; exit 0 ;;
     --benchmark_list_tests*|--benchmark_out=*|--benchmark_format=*|--benchmark_out_format=*|--benchmark_min_time=*)
       echo "plain_vs_exhaustive: $a: not for this script (it sets what it needs); pass the benchmark selection" >&2
       exit 2 ;;

@@ -119,6 +119,16 @@ set +e; REPLAY_FROM="$work/old-run" "$bench" --tunebench_shapes="$tiny" >/dev/nu
   || fail "a replay of another kernel version was not refused: rc $rc $(cat "$work/old.err")"
 set +e; REPLAY_FROM="$work/nowhere" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/nowhere.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'nowhere/configs.json: cannot read' "$work/nowhere.err" || fail "a missing replay dir: rc $rc"
+# A run stopped before its end (manifest still "running", no configs.json) and a record that
+# lists one benchmark twice are refused with what is wrong.
+mkdir -p "$work/stopped-run" && printf '{"status": "running"}\n' >"$work/stopped-run/manifest.json"
+set +e; REPLAY_FROM="$work/stopped-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/stopped.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'that run did not complete (interrupted)' "$work/stopped.err" || fail "an interrupted replay dir: rc $rc $(cat "$work/stopped.err")"
+mkdir -p "$work/twice-run"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["configs"].append(dict(d["configs"][0], config="BLOCK_N=16,BLOCK_K=128")); json.dump(d, open(sys.argv[2], "w"))' \
+  "$record/configs.json" "$work/twice-run/configs.json"
+set +e; REPLAY_FROM="$work/twice-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/twice.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'is recorded twice' "$work/twice.err" || fail "a record listing a benchmark twice: rc $rc $(cat "$work/twice.err")"
 
 # scripts/ab_test.sh: a record run, two replays with the switch at A and B, compare.py's U test.
 BENCH="$bench" "$here/../scripts/ab_test.sh" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
@@ -211,6 +221,9 @@ expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_K
 expect_error 2 "TUNEBENCH_SHAPES: $work/none: no such shape file or folder" env TUNEBENCH_SHAPES="$work/none" "$bench"
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1
 expect_error 2 "not a valid regex" "$bench" --benchmark_filter='M:(1'
+runs_before=$(ls "$work/runs" | wc -l)
+expect_error 2 "--benchmark_out_format='xml': expected console, json or csv" "$bench" --benchmark_out_format=xml
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "a bad output format left a run directory"
 runs_before=$(ls "$work/runs" | wc -l)
 expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=no_such_op
 [ "$(grep -c . "$work/err")" -eq 1 ] || fail "a filter matching nothing printed more than one line: $(cat "$work/err")"

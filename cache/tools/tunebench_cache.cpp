@@ -186,6 +186,16 @@ int run(std::vector<std::string> args) {
     std::size_t index = 0;
     try {
       doc = json::parse(in);
+    } catch (const json::exception&) {
+      std::cerr << "tunebench-cache: " << args[1] << ": not JSON (expected a file written by tunebench-cache export)\n";
+      return 2;
+    }
+    if (!doc.is_object() || !doc.contains("entries") || !doc["entries"].is_array()) {
+      std::cerr << "tunebench-cache: " << args[1]
+                << ": not a tunebench-cache export (expected an object with an \"entries\" array)\n";
+      return 2;
+    }
+    try {
       std::vector<ConfigCache::Entry> entries;
       for (const auto& e : doc.at("entries")) {
         const Key k = key_from(e.at("key"));
@@ -214,8 +224,13 @@ int run(std::vector<std::string> args) {
       cache.store(entries);  // all or nothing
       imported = static_cast<int>(entries.size());
     } catch (const json::exception& e) {
-      std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: not a tunebench-cache export: "
-                << e.what() << "\n";
+      // e.what() starts with nlohmann's "[json.exception.<kind>.<id>] ": keep what follows.
+      std::string why = e.what();
+      if (const auto close = why.find("] "); why.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
+        why = why.substr(close + 2);
+      }
+      std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: not a tunebench-cache export entry ("
+                << why << ")\n";
       return 2;
     } catch (const std::invalid_argument& e) {
       std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: " << e.what() << "\n";

@@ -130,12 +130,13 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
   }
   nlohmann::json env = nlohmann::json::object();
   for (const char* name : {"PARALLEL_WARMUP_GPUS", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "FLAGGEMS_MXFP4_FOLDSCALE",
-                           "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
+                           "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_ISOLATE_SWEEP", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const nlohmann::json manifest = {
-      {"status", complete ? "complete" : "running (if no bench is running, it was interrupted)"},
-      {"results", results},
+      {"status", complete ? "complete" : "running"},
+      {"status_note", complete ? "" : "if no bench is running any more, this run was interrupted"},
+      {"results", complete ? results : results + ".incomplete"},
       {"command", args},
       {"env", env},
       {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
@@ -156,7 +157,8 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
   if (!complete) return;
   if (!live.empty()) {
     std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << opt.replay_from.string()
-              << " or failed there, and were tuned live (see manifest.json)\n";
+              << " or failed there, and got their configs as in a normal run: from the cache or tuned now"
+              << " (configs.json says which; manifest.json lists them)\n";
   }
   std::cerr << "bench: run directory " << dir.string() << "\n";
 }
@@ -192,6 +194,18 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
   const std::vector<std::string> original_args(argv + 1, argv + argc);  // for warmup children
   const Options opt = parse_options(&argc, argv, default_shapes);
+  // Google Benchmark answers an unknown format with its usage text and exit status 0.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    for (const std::string_view flag : {"--benchmark_format=", "--benchmark_out_format="}) {
+      if (a.substr(0, flag.size()) != flag) continue;
+      const auto v = a.substr(flag.size());
+      if (v != "console" && v != "json" && v != "csv") {
+        throw std::invalid_argument(std::string(flag.substr(0, flag.size() - 1)) + "='" + std::string(v) +
+                                    "': expected console, json or csv");
+      }
+    }
+  }
   const bool filter_given = has_flag(argc, argv, "--benchmark_filter");
   const bool listing = has_flag(argc, argv, "--benchmark_list_tests");
   // The latency table joins the console output; other formats (json, csv) stay Google
@@ -281,6 +295,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   context->gpu_reason = gpu.reason;
   context->seed = opt.seed;
   context->tune.space = opt.space;
+  context->timing_mode = opt.timing;  // what was asked; host ops are host-timed whatever it says
+  context->cold_l2 = opt.cold_l2;
   // Under the parallel warmup, the shards (same environment) share the host's cores.
   context->tune.compile_threads =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, opt.warmup_gpus));
@@ -348,7 +364,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         : "unknown for this device: no roofline% counter");
   }
 
-  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, out_file, false);
+  const std::string results_path = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
+  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, results_path, false);
   const auto untuned_now = [&] {
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
@@ -436,7 +453,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   }
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt, out_file);
+  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt, results_path);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";

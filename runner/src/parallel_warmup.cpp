@@ -349,7 +349,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (g_signal) {
-    std::cerr << "bench: interrupted during the parallel warmup; " << report.tuned << " finished keys kept\n";
+    std::cerr << "bench: interrupted during the autotune sweep; " << report.tuned << " finished keys kept\n";
     raise(g_signal);
   }
   return report;

@@ -71,7 +71,17 @@ void RunRecord::write(const fs::path& dir) const {
 std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
   const fs::path file = dir / "configs.json";
   std::ifstream in(file);
-  if (!in) throw ReplayError(file.string() + ": cannot read (expected a run directory of an earlier bench run)");
+  if (!in) {
+    // A run stopped before its end has a manifest that still says "running" and no configs.json.
+    std::ifstream manifest(dir / "manifest.json");
+    try {
+      if (manifest && json::parse(manifest).value("status", "") == "running") {
+        throw ReplayError(dir.string() + ": that run did not complete (interrupted): it recorded no configs to replay");
+      }
+    } catch (const json::exception&) {
+    }
+    throw ReplayError(file.string() + ": cannot read (expected a run directory of an earlier bench run)");
+  }
   std::vector<RecordedConfig> out;
   try {
     const json doc = json::parse(in);
@@ -79,6 +89,10 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
       throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() + ", expected 1");
     }
     for (const auto& c : doc.at("configs")) {
+      const std::string name = c.at("benchmark").get<std::string>();
+      for (const auto& earlier : out) {
+        if (earlier.benchmark == name) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
+      }
       out.push_back({c.at("benchmark").get<std::string>(), c.at("op").get<std::string>(),
                      c.at("kernel_version").get<std::string>(), c.at("tuning_key").get<std::string>(),
                      c.at("device").get<std::string>(), c.at("config").get<std::string>(),
