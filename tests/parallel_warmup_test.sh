@@ -88,6 +88,23 @@ grep -q 'isolated sweep round 2' "$work/isolated.err" || fail "no further round 
   || fail "a benchmark failed after the isolated sweep: $(cat "$work/isolated.out")"
 TUNEBENCH_CACHE="$work/isolated.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
   | grep -q 'launch_failed  BLOCK_N=16,BLOCK_K=128' || fail "the sticky config was not recorded as failed"
+# A config that never returns: the watchdog kills the child after TUNEBENCH_HANG_TIMEOUT seconds
+# without progress, names shard, key and config, records the config as timeout, and fresh
+# children finish the keys without it.
+run hang CUDA_VISIBLE_DEVICES=6,7 PARALLEL_WARMUP_GPUS=2 TUNEBENCH_HANG_TIMEOUT=2 \
+  TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128 || fail "run with a hanging config failed: $(cat "$work/hang.err")"
+grep -Eq 'WARNING: shard [01] \(CUDA_VISIBLE_DEVICES=[67]\) hung on cpu_mxfp4_gemm/[^ ]* \[BLOCK_N=16,BLOCK_K=128\] for 2 s' \
+  "$work/hang.err" || fail "the hang was not reported with shard, key and config: $(cat "$work/hang.err")"
+[ "$(keys hang)" -eq 4 ] || fail "not every key was tuned after hangs: $(keys hang)"
+[ "$(grep -c manual_time "$work/hang.out")" -eq 4 ] && ! grep -q 'ERROR OCCURRED' "$work/hang.out" \
+  || fail "a benchmark failed after hangs in the sweep: $(cat "$work/hang.out")"
+TUNEBENCH_CACHE="$work/hang.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
+  | grep -q 'timeout  BLOCK_N=16,BLOCK_K=128' || fail "the hanging config was not recorded as timeout"
+pgrep -f "tunebench_shard=.*$work" >/dev/null && fail "a hung child outlived the sweep"
+set +e; env TUNEBENCH_HANG_TIMEOUT=soon PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ >/dev/null 2>"$work/badhang.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q "TUNEBENCH_HANG_TIMEOUT='soon': expected seconds" "$work/badhang.err" || fail "bad TUNEBENCH_HANG_TIMEOUT: rc $rc"
+
 # auto (the default) keeps host-only sweeps in-process; 0 always does; a bad value is refused.
 run auto || fail "plain run failed"
 ! grep -q 'isolated sweep' "$work/auto.err" || fail "a host-only sweep was isolated by default"

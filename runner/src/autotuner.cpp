@@ -119,6 +119,7 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.on_progress) options.on_progress("precompiling " + std::to_string(order.size()) + " configs");
   try {
     op.precompile(order, device, threads);
   } catch (const std::exception&) {
@@ -126,6 +127,7 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   for (const auto& config : order) {
     const std::string text = config.str();
+    if (options.on_progress) options.on_progress(text);
     try {
       out.results.push_back(time_config(config, time_run, options, device_uuid));
     } catch (const CudaError& e) {

@@ -130,7 +130,7 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
   }
   nlohmann::json env = nlohmann::json::object();
   for (const char* name : {"PARALLEL_WARMUP_GPUS", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "FLAGGEMS_MXFP4_FOLDSCALE",
-                           "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_ISOLATE_SWEEP", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
+                           "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_ISOLATE_SWEEP", "TUNEBENCH_HANG_TIMEOUT", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const nlohmann::json manifest = {

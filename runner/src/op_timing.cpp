@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 namespace tunebench {
 
@@ -141,6 +142,10 @@ std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
   // illegal memory access.
   if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "sticky-config=" + config.str()) {
     throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+  }
+  // "hang-config=<config>": that config never returns, like a kernel that does not terminate.
+  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "hang-config=" + config.str()) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (options_.mode == "cudagraph" && stream_) capture(config);
   flush_l2();

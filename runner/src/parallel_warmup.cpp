@@ -45,7 +45,31 @@ struct Child {
   int status = 0;
   double tuning_s = 0;  // the sum of the key times the shard reported
   double wall_s = 0;    // from the spawn to the exit
+  std::string progress_file;  // "<benchmark>\t<activity>" as the shard last wrote it
+  std::string progress;       // its last content seen
+  std::chrono::steady_clock::time_point active_at;  // last sign of progress
+  bool hung = false;
 };
+
+// Seconds without progress after which a shard counts as hung: TUNEBENCH_HANG_TIMEOUT, default
+// 300 (a sweep step is one config's runs, or the parallel compilation before a key's sweep).
+double hang_timeout_s() {
+  const char* v = std::getenv("TUNEBENCH_HANG_TIMEOUT");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end || !(s > 0) || s > 1e6) {
+    throw std::invalid_argument(std::string("TUNEBENCH_HANG_TIMEOUT='") + v + "': expected seconds, a positive number");
+  }
+  return s;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
 
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
             const std::string& store, int err_write) {
@@ -79,6 +103,7 @@ void forward_lines(Child& c, int shard, const char* data, std::size_t n) {
   while ((nl = c.partial.find('\n')) != std::string::npos) {
     const std::string line = c.partial.substr(0, nl);
     c.partial.erase(0, nl + 1);
+    c.active_at = std::chrono::steady_clock::now();
     if (line.rfind("tunebench-shard: tuned ", 0) == 0) {
       ++c.tuned;
       // "... tuned NAME in SECONDS s"
@@ -161,6 +186,7 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share) {
+  const double hang_s = hang_timeout_s();  // checked before anything starts
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (tokens[i] == tokens[j]) {
@@ -233,6 +259,8 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       if (!known.empty()) cache::ConfigCache(store).store(known);
     }
     child_args.push_back("--tunebench_shard=" + std::to_string(i) + ":" + list.string());
+    children[static_cast<std::size_t>(i)].progress_file = list.string() + ".progress";
+    children[static_cast<std::size_t>(i)].active_at = std::chrono::steady_clock::now();
     Child& c = children[static_cast<std::size_t>(i)];
     c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
     c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], store, fds[1]);
@@ -275,6 +303,17 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       all_done &= c.exited && c.err_fd < 0;
     }
     if (all_done) break;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& c : children) {
+      if (c.exited || c.hung) continue;
+      if (std::string p = read_small(c.progress_file); p != c.progress) {
+        c.progress = std::move(p);
+        c.active_at = now;
+      } else if (std::chrono::duration<double>(now - c.active_at).count() > hang_s) {
+        c.hung = true;  // reported and recorded after the loop
+        kill(c.pid, SIGKILL);
+      }
+    }
     if (g_signal && !terminating) {
       terminating = true;
       terminate_at = std::chrono::steady_clock::now();
@@ -307,6 +346,28 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     report.tuned += c.tuned;
     report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s});
     if (g_signal) continue;  // stopped on purpose
+    if (c.hung) {
+      ++report.crashed_shards;
+      const auto tab = c.progress.find('\t');
+      const std::string name = c.progress.substr(0, tab);
+      const std::string activity = tab == std::string::npos ? "" : c.progress.substr(tab + 1);
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") hung on "
+                << (name.empty() ? std::string("its start-up") : name + " [" + activity + "]") << " for "
+                << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
+                << c.planned << " keys\n";
+      // A config that hangs is a result: recorded as timeout, so no later round tries it again.
+      const auto f = std::find_if(keys.begin(), keys.end(), [&](const Family* k) { return k->name == name; });
+      if (f != keys.end() && context.cache && !activity.empty() && activity.rfind("precompiling", 0) != 0) {
+        cache::Measurement m;
+        m.config = activity;
+        m.status = cache::Status::kTimeout;
+        m.error = "no progress for " + std::to_string(static_cast<long long>(hang_s)) +
+                  " s (hung); killed by the sweep's watchdog";
+        m.device_uuid = "";
+        context.cache->store(cache_key(*(*f)->op, (*f)->shape, context), {m}, std::nullopt);
+      }
+      continue;
+    }
     if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
       std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
@@ -355,7 +416,21 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   return report;
 }
 
-int run_shard(const std::vector<Family>& families, const RunContext& context, int shard, const std::string& list_file) {
+int run_shard(const std::vector<Family>& families, const RunContext& shared_context, int shard,
+              const std::string& list_file) {
+  // What this shard is doing, for the parent's watchdog: "<benchmark>\t<activity>", replaced
+  // atomically at each step of the sweep.
+  RunContext context = shared_context;
+  std::string current;
+  const std::string progress = list_file + ".progress";
+  context.tune.on_progress = [&current, &progress](const std::string& activity) {
+    const std::string tmp = progress + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << current << "\t" << activity << "\n";
+    }
+    std::rename(tmp.c_str(), progress.c_str());
+  };
   std::ifstream in(list_file);
   if (!in) {
     std::cerr << "tunebench-shard: cannot read " << list_file << "\n";
@@ -374,6 +449,8 @@ int run_shard(const std::vector<Family>& families, const RunContext& context, in
   char seconds[32];
   while (std::getline(in, name)) {
     const auto key_started = std::chrono::steady_clock::now();
+    current = name;
+    context.tune.on_progress("preparing");
     const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
     if (it == families.end()) {
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";

@@ -31,6 +31,10 @@ struct TuneOptions {
   std::vector<Config> only;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
   int compile_threads = 0;
+  /// Called before the precompile ("precompiling N configs") and before each config is timed
+  /// (the config's text), so a watchdog can tell a slow sweep from a hung one and name the
+  /// config that hung. May be empty.
+  std::function<void(const std::string& activity)> on_progress;
 };
 
 /// The space named by USE_FLAGTUNE: unset or "0" the default space, "1" the expanded one;
