@@ -53,18 +53,25 @@ struct WarmupReport {
 /// into context.cache in one transaction, re-times the contenders of each disagreeing key on
 /// this process's GPU and keeps the faster. A child's stdout is discarded; its stderr lines are
 /// prefixed "[shard i]". On SIGINT or SIGTERM the children are terminated (killed after 2 s),
-/// all reaped, finished results merged, and the signal re-raised. Throws std::invalid_argument
-/// if n > tokens.size().
+/// all reaped, finished results merged, and the signal re-raised. A child without progress
+/// (neither a stderr line nor a change of its progress file) for TUNEBENCH_HANG_TIMEOUT seconds
+/// (default 300) is killed and reported with the key and config it was on; that config is
+/// stored in context.cache as status timeout, and the child counts in crashed_shards. Throws
+/// std::invalid_argument if n > tokens.size(), or for a bad TUNEBENCH_HANG_TIMEOUT.
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share = 0.1);
 
 /// The child side: tunes the families named (one per line) in `list_file` into context.cache,
-/// writing "tunebench-shard: tuned <family>" to stderr after each. Returns the exit status: 3
+/// writing "tunebench-shard: tuned <family> in <seconds> s" to stderr after each, and
+/// "<family>\t<activity>" (TuneOptions::on_progress) to `list_file`.progress at every step, for
+/// the parent's watchdog. Returns the exit status: 3
 /// when a config left a sticky CUDA error (it is stored as launch_failed; the parent runs
 /// another round for the keys left, in fresh processes that skip it).
 /// For tests, TUNEBENCH_FAULT_INJECT="abort-shard=I" makes shard I abort after its first key
-/// and "disagree-shard=I" makes it report a config outside the swept space as the winner.
+/// and "disagree-shard=I" makes it report a config outside the swept space as the winner;
+/// "sticky-config=C" and "hang-config=C" make config C fail like an illegal address or never
+/// return (runner/op_timing.cpp).
 int run_shard(const std::vector<Family>& families, const RunContext& context, int shard,
               const std::string& list_file);
 
