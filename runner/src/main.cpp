@@ -282,8 +282,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
   }
   const BenchmarkFilter filter(benchmark::GetBenchmarkFilter());
-  if (!listing && std::none_of(families.begin(), families.end(),
-                               [&](const Family& f) { return filter.selects(reported_name(f)); })) {
+  if (std::none_of(families.begin(), families.end(),
+                   [&](const Family& f) { return filter.selects(reported_name(f)); })) {
     // Before anything is written: no run directory, no empty output file.
     std::cerr << "bench: --benchmark_filter='" << filter.spec()
               << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";
