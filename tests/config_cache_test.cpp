@@ -267,3 +267,29 @@ TEST_F(ConfigCacheTest, TwoCorruptFilesInOneSecondAreBothKept) {
   }
   EXPECT_EQ(count_aside(dir_), 2u);
 }
+
+TEST_F(ConfigCacheTest, CliInspectionLeavesADamagedFileAlone) {
+  {
+    std::ofstream(file_) << "not a database, but somebody's data";
+  }
+  const std::string cmd = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' list > '" +
+                          (dir_ / "out.txt").string() + "' 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  std::ifstream out(dir_ / "out.txt");
+  const std::string text(std::istreambuf_iterator<char>(out), {});
+  EXPECT_NE(text.find("is not an SQLite database (left as it is"), std::string::npos) << text;
+  std::ifstream kept(file_);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "not a database, but somebody's data");
+  int others = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) others += e.path().filename().string().find(".corrupt-") != std::string::npos;
+  EXPECT_EQ(others, 0);
+}
+
+TEST_F(ConfigCacheTest, OnDamageThrowLeavesTheFileAndThrows) {
+  {
+    std::ofstream(file_) << "garbage";
+  }
+  EXPECT_THROW(ConfigCache(file_, ConfigCache::OnDamage::kThrow), tunebench::cache::SqliteError);
+  std::ifstream kept(file_);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "garbage");
+}

@@ -137,7 +137,7 @@ Status status_from_string(std::string_view text) {
                               "': expected ok, compile_failed, launch_failed, wrong_result, timeout or unsupported");
 }
 
-ConfigCache::ConfigCache(const fs::path& path) : path_(path) {
+ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage) : path_(path) {
   std::error_code ec;
   if (fs::is_directory(path_, ec)) {
     throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
@@ -152,11 +152,11 @@ ConfigCache::ConfigCache(const fs::path& path) : path_(path) {
     migrate();
     return;
   }
-  open_checked();
+  open_checked(on_damage);
   migrate();
 }
 
-void ConfigCache::open_checked() {
+void ConfigCache::open_checked(OnDamage on_damage) {
   std::string problem;
   try {
     db_.emplace(path_);
@@ -180,6 +180,12 @@ void ConfigCache::open_checked() {
   if (problem.empty()) return;
   for (auto& ch : problem) {
     if (ch == '\n') ch = ' ';
+  }
+  if (on_damage == OnDamage::kThrow) {
+    db_.reset();
+    throw SqliteError("config cache " + path_.string() + " " + problem +
+                          " (left as it is; bench moves such a file aside and starts a fresh cache)",
+                      SQLITE_CORRUPT);
   }
 
   db_.reset();

@@ -112,7 +112,8 @@ int run(std::vector<std::string> args) {
     std::cerr << "tunebench-cache: export " << args[1] << ": that is the cache itself\n";
     return 2;
   }
-  ConfigCache cache(file);
+  // Inspecting never changes a damaged file; only import (which writes) starts afresh.
+  ConfigCache cache(file, cmd == "import" ? ConfigCache::OnDamage::kMoveAside : ConfigCache::OnDamage::kThrow);
 
   if (cmd == "list" && args.size() == 1) {
     for (const auto& [k, b] : cache.list()) {

@@ -65,9 +65,16 @@ class ConfigCache {
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
 
-  /// Opens or creates the cache at `path`. Throws SqliteError only when even a fresh file
-  /// cannot be created there (e.g. the folder is not writable).
-  explicit ConfigCache(const std::filesystem::path& path);
+  /// What to do with a file that is not a usable tunebench cache.
+  enum class OnDamage {
+    kMoveAside,  ///< rename it aside with a warning and start a fresh cache (what bench does)
+    kThrow,      ///< leave it alone and throw SqliteError naming the problem (inspection tools)
+  };
+
+  /// Opens or creates the cache at `path`. Throws SqliteError when even a fresh file cannot be
+  /// created there (e.g. the folder is not writable), and, with OnDamage::kThrow, when the file
+  /// is not a usable tunebench cache.
+  explicit ConfigCache(const std::filesystem::path& path, OnDamage on_damage = OnDamage::kMoveAside);
 
   /// The best config of `key`, if tuned.
   std::optional<Best> best(const Key& key);
@@ -108,7 +115,7 @@ class ConfigCache {
   Database& database() { return *db_; }
 
  private:
-  void open_checked();
+  void open_checked(OnDamage on_damage);
   void migrate();
   void store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
 
