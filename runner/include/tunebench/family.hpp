@@ -79,11 +79,11 @@ struct RunContext {
   /// repetition), so inputs are prepared and the config chosen once per benchmark, not per
   /// call. Only one is kept: the next benchmark frees it before preparing its own.
   struct LastBenchmark {
-    std::mutex mutex;
-    std::string name;  ///< family name, "" when empty
-    std::unique_ptr<OpTiming> timing;
-    Config config;
-    std::string label;
+    std::mutex mutex;                  ///< guards the members (benchmarks run on one thread)
+    std::string name;                  ///< family name, "" when empty
+    std::unique_ptr<OpTiming> timing;  ///< its workload, stream and timer
+    Config config;                     ///< the config it is timed with
+    std::string label;                 ///< the label its runs carry
     /// Frees the workload (call before CUDA shuts down: after RunSpecifiedBenchmarks).
     void release() {
       std::lock_guard<std::mutex> lock(mutex);

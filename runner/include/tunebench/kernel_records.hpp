@@ -22,9 +22,9 @@ struct KernelRecord {
 /// and the executable graph's, cuptiGetGraphId / cuptiGetGraphExecId) and how many kernel nodes
 /// one launch runs.
 struct GraphLaunch {
-  std::uint32_t graph_id = 0;
-  std::uint32_t exec_id = 0;
-  std::size_t kernels = 0;
+  std::uint32_t graph_id = 0;  ///< cuptiGetGraphId of the captured graph
+  std::uint32_t exec_id = 0;   ///< cuptiGetGraphExecId of its instantiation
+  std::size_t kernels = 0;     ///< kernel nodes one launch runs (child graphs included)
 };
 
 /// What happened inside one timing window.
