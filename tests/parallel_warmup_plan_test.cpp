@@ -68,3 +68,19 @@ TEST(ParallelWarmup, PlanBalancesCostTunesEveryKeyAndDoublesSome) {
   EXPECT_EQ(plan_shards({5.0}, 2).doubled.size(), 1u);  // at least one key when N >= 2
   EXPECT_TRUE(plan_shards({5.0, 3.0}, 1).doubled.empty());
 }
+
+TEST(ParallelWarmup, SweepCostCountsRunsAndFixedCostsNotJustFlops) {
+  tunebench::TuneOptions o;  // 1 warmup, 3..15 repetitions within 100 ms
+  // A 10 us kernel: 15 repetitions + 1 warmup of (10 + 100) us, plus 5 ms per config.
+  const double decode = tunebench::sweep_cost_s(2e9, 0, 44, o, 200e12, 2e12);
+  EXPECT_NEAR(decode, 44 * (16 * 110e-6 + 5e-3), 1e-9);
+  // A 10 ms kernel: the budget allows 9 repetitions (floor of 100 / 10.1), plus the warmup.
+  const double prefill = tunebench::sweep_cost_s(2e12, 0, 44, o, 200e12, 2e12);
+  EXPECT_NEAR(prefill, 44 * (10 * (10e-3 + 100e-6) + 5e-3), 1e-9);
+  // Cheap keys are not free: a decode key weighs a few percent of a prefill key, not 1/1000.
+  EXPECT_GT(decode / prefill, 0.02);
+  // Memory-bound: bytes set the run time when they take longer than the flops.
+  EXPECT_GT(tunebench::sweep_cost_s(1, 2e9, 1, o, 200e12, 2e12), tunebench::sweep_cost_s(1, 0, 1, o, 200e12, 2e12));
+  // At least one config is counted.
+  EXPECT_EQ(tunebench::sweep_cost_s(0, 0, 0, o, 1, 1), tunebench::sweep_cost_s(0, 0, 1, o, 1, 1));
+}

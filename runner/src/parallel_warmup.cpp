@@ -152,6 +152,15 @@ std::vector<std::string> device_tokens(const char* visible, int device_count) {
   return tokens;
 }
 
+double sweep_cost_s(double flops, double bytes, int configs, const TuneOptions& options, double peak_flops,
+                    double peak_bytes_per_s, double per_run_s, double per_config_s) {
+  const double run = std::max(flops / peak_flops, bytes / peak_bytes_per_s) + per_run_s;
+  const double budget = std::chrono::duration<double>(options.budget_per_config).count();
+  const double reps = std::clamp(std::floor(budget / run), static_cast<double>(options.min_repetitions),
+                                 static_cast<double>(options.max_repetitions));
+  return std::max(1, configs) * ((options.warmup + reps) * run + per_config_s);
+}
+
 ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share) {
   ShardPlan plan;
   plan.shards.resize(static_cast<std::size_t>(std::max(1, n)));
@@ -214,7 +223,10 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   for (const Family* f : keys) {
     int configs = 0;
     for (const auto& c : f->op->config_space(context.tune.space)) configs += f->op->can_implement(c, f->shape, context.device);
-    costs.push_back(std::max(1, configs) * std::max(1.0, f->op->flops(f->shape)));
+    // Effective rates, not peaks: what the ops reach in a sweep (GPU), or a host core (CPU op).
+    const bool gpu = f->op->needs_gpu();
+    costs.push_back(sweep_cost_s(f->op->flops(f->shape), f->op->bytes(f->shape), configs, context.tune,
+                                 gpu ? 200e12 : 2e10, gpu ? 2e12 : 1e10));
   }
   const ShardPlan plan = plan_shards(costs, n, trust_share);
 

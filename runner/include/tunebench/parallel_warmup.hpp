@@ -29,6 +29,15 @@ struct ShardPlan {
 };
 ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share = 0.1);
 
+/// Estimated seconds to sweep `shape` over `configs` configs with `options`, for planning: each
+/// config gets options.warmup untimed runs and as many timed runs as fit budget_per_config
+/// (between min_ and max_repetitions), a run lasting its roofline time at `peak_flops` FLOP/s
+/// and `peak_bytes_per_s` B/s (Op::flops, Op::bytes) plus `per_run_s` of host overhead, and each
+/// config costs `per_config_s` more (compile load, launch set-up). Not a prediction of the wall
+/// time, a weight that keeps cheap keys from counting as free.
+double sweep_cost_s(double flops, double bytes, int configs, const TuneOptions& options, double peak_flops,
+                    double peak_bytes_per_s, double per_run_s = 100e-6, double per_config_s = 5e-3);
+
 /// What a warmup did.
 struct WarmupReport {
   int keys = 0;             ///< keys to tune (deduplicated by cache key)
