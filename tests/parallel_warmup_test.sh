@@ -111,6 +111,16 @@ run auto || fail "plain run failed"
 env TUNEBENCH_ISOLATE_SWEEP=yes "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err" && fail "bad TUNEBENCH_ISOLATE_SWEEP accepted"
 grep -qx "bench: TUNEBENCH_ISOLATE_SWEEP='yes': expected auto, 0 or 1" "$work/bad.err" || fail "bad value message: $(cat "$work/bad.err")"
 
+# scripts/warmup_scaling.sh: a sweep per N, the table, and the replay check through compare.py.
+OUT="$work/scaling" CUDA_VISIBLE_DEVICES=6,7 BENCH="$bench" "$here/../scripts/warmup_scaling.sh" "1 2" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >"$work/scaling.txt" 2>"$work/scaling.err" \
+  || fail "warmup_scaling.sh failed: $(cat "$work/scaling.err")"
+grep -Eq '^ +1 +4 +[0-9.]+ +1\.00 ' "$work/scaling.txt" || fail "no N=1 row: $(cat "$work/scaling.txt")"
+grep -Eq '^ +2 +4 +[0-9.]+ +[0-9.]+ +2 +[0-9]+ ' "$work/scaling.txt" || fail "no N=2 row: $(cat "$work/scaling.txt")"
+grep -q 'OVERALL_GEOMEAN' "$work/scaling.txt" || fail "no compare.py verdict: $(cat "$work/scaling.txt")"
+set +e; "$here/../scripts/warmup_scaling.sh" "2 4" >/dev/null 2>&1; rc=$?; set -e
+[ "$rc" -eq 2 ] || fail "warmup_scaling.sh accepted counts not starting at 1"
+
 # SIGINT during the sweep: children terminated and reaped, exit 130, the cache sound.
 rm -f "$work/int.sqlite"
 set -m
