@@ -264,15 +264,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
 }
 
 const KernelCompiler& Mxfp4GpuOp::compiler() const {
-  if (!compiler_) {
-    std::filesystem::path dir;
-    try {
-      dir = default_kernel_cache_dir();
-    } catch (const std::exception&) {
-      // No cache location: compile every time rather than fail.
-    }
-    compiler_ = std::make_unique<KernelCompiler>(dir);
-  }
+  if (!compiler_) compiler_ = std::make_unique<KernelCompiler>(kernel_cache_dir_or_none());
   return *compiler_;
 }
 

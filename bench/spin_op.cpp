@@ -43,13 +43,8 @@ void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
     if (!library_) {
       int device = 0;
       TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
-      std::filesystem::path dir;
-      try {
-        dir = default_kernel_cache_dir();
-      } catch (const std::exception&) {
-      }
       const CompileResult compiled =
-          KernelCompiler(dir).compile({spin_source(), "spin.cu", {}, query_device(device).arch()});
+          KernelCompiler(kernel_cache_dir_or_none()).compile({spin_source(), "spin.cu", {}, query_device(device).arch()});
       if (!compiled.ok) throw std::runtime_error("compile_failed: spin kernel: " + compiled.log);
       library_ = std::make_unique<KernelLibrary>(compiled.cubin);
       kernel_ = library_->kernel("spin");

@@ -9,8 +9,7 @@
 # which mixes the choice of configs into the difference. Replays hold the configs fixed.
 # Default bench arguments: --benchmark_filter=^mxfp4 --benchmark_repetitions=9.
 # BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY
-# (default /usr/share/benchmark/compare.py, Debian's libbenchmark-tools) and PYTHON (default
-# /usr/bin/python3, which has Debian's scipy) name compare.py and the interpreter that runs it.
+# and PYTHON as for scripts/compare_results.sh, which prints the verdict.
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
   sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
@@ -57,25 +56,4 @@ record=$(run_dir record)
 dir_a=$(run_dir "A ($var=$a)" "$var=$a" REPLAY_FROM="$record")
 dir_b=$(run_dir "B ($var=$b)" "$var=$b" REPLAY_FROM="$record")
 echo "ab_test: record $record, A $dir_a, B $dir_b" >&2
-compare=${COMPARE_PY:-/usr/share/benchmark/compare.py}
-if [ ! -f "$compare" ]; then
-  echo "ab_test: no compare.py at $compare (install libbenchmark-tools or set COMPARE_PY); compare with:" >&2
-  echo "  compare.py benchmarks $dir_a/results.json $dir_b/results.json" >&2
-  exit 1
-fi
-# Failed entries have time 0 and compare as +0.0000 or -1.0000: say so rather than print a verdict.
-"${PYTHON:-/usr/bin/python3}" - "$dir_a/results.json" "$dir_b/results.json" <<'PY' || exit 1
-import json, sys
-for path in sys.argv[1:]:
-    runs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type") == "iteration"]
-    failed = [b["name"] for b in runs if b.get("error_occurred")]
-    if runs and len(failed) == len(runs):
-        sys.exit(f"ab_test: every benchmark failed in {path} (first: {failed[0]}: "
-                 f"{runs[0].get('error_message', '')}): nothing to compare")
-    if failed:
-        print(f"ab_test: WARNING: {len(failed)} benchmarks failed in {path}; compare.py shows them as "
-              f"+0.0000 or -1.0000 (first: {failed[0]})", file=sys.stderr)
-PY
-color=()
-[ -t 1 ] || color=(--no-color)  # no escape codes in a file or pipe
-"${PYTHON:-/usr/bin/python3}" "$compare" "${color[@]}" benchmarks "$dir_a/results.json" "$dir_b/results.json"
+"$here/scripts/compare_results.sh" "$dir_a/results.json" "$dir_b/results.json"

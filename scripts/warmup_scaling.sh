@@ -8,11 +8,12 @@
 # N=1 run's own results (same configs, so only the measurement can differ).
 # Shards take the entries of CUDA_VISIBLE_DEVICES in order (unset: every device).
 # Default bench arguments: --benchmark_filter=^mxfp4 --benchmark_min_time=0.05
-# --benchmark_repetitions=9. BENCH, COMPARE_PY and PYTHON as for scripts/ab_test.sh; OUT=DIR
-# keeps the run directories there (default: a temporary folder, removed at the end).
+# --benchmark_repetitions=9. BENCH as for scripts/ab_test.sh; COMPARE_PY and PYTHON as for
+# scripts/compare_results.sh; OUT=DIR keeps the run directories there (default: a temporary
+# folder, removed at the end).
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]]; then
@@ -87,13 +88,6 @@ for n, d in zip(counts, dirs):
     speed = f"{base / sweep:.2f}" if sweep > 0 else "-"
     print(f"{n:>3} {keys:>5} {sweep:>9.1f} {speed:>8} {n:>6} {dis:>13}  {d}")
 PY
-compare=${COMPARE_PY:-/usr/share/benchmark/compare.py}
-if [ ! -f "$compare" ]; then
-  echo "warmup_scaling: no compare.py at $compare (set COMPARE_PY); compare with:" >&2
-  echo "  compare.py benchmarks ${dirs[0]}/results.json $replay/results.json" >&2
-  exit 1
-fi
-color=()
-[ -t 1 ] || color=(--no-color)
 echo "Serial measurement: N=1 run (A) against its configs replayed with PARALLEL_WARMUP_GPUS=$max (B):"
-"$python" "$compare" "${color[@]}" benchmarks "${dirs[0]}/results.json" "$replay/results.json" | grep -E 'OVERALL_GEOMEAN|pvalue' || true
+verdict=$("$here/scripts/compare_results.sh" "${dirs[0]}/results.json" "$replay/results.json") || exit 1
+grep -E 'OVERALL_GEOMEAN|pvalue' <<<"$verdict" || true

@@ -307,8 +307,6 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     int runtime = 0;
     TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
     context->cuda_toolkit = "cuda " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
-    context->timing_mode = opt.timing;
-    context->cold_l2 = opt.cold_l2;
     std::tie(context->peak_bytes_per_s, context->peak_flops) = roofline_peaks(context->device.name);
     std::string why;
     if (opt.timing != "event" && any_gpu_op && !listing && !CuptiTimer::available(&why)) {

@@ -133,6 +133,14 @@ fs::path default_kernel_cache_dir() {
   return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE") / "kernels";
 }
 
+fs::path kernel_cache_dir_or_none() noexcept {
+  try {
+    return default_kernel_cache_dir();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 std::string content_hash(const std::string& text) { return hex(fnv1a(text)); }
 
 KernelLibrary::KernelLibrary(const std::string& cubin) {

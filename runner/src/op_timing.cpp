@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -60,8 +61,17 @@ OpTiming::OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingO
   if (std::find(modes.begin(), modes.end(), options_.mode) == modes.end()) {
     throw std::invalid_argument("timing mode '" + options_.mode + "': expected kernel, cudagraph or event");
   }
+  // Fault injection for tests: "sticky-config=<config>" makes that config fail like an illegal
+  // memory access, "hang-config=<config>" makes it never return, like a kernel that does not end.
+  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT")) {
+    const std::string fault = f;
+    for (auto [prefix, target] : {std::pair{"sticky-config=", &sticky_config_}, std::pair{"hang-config=", &hang_config_}}) {
+      if (fault.rfind(prefix, 0) == 0) *target = fault.substr(std::strlen(prefix));
+    }
+  }
   work_ = op_.prepare(shape, seed);
   if (!op_.needs_gpu()) return;
+  graph_ = options_.mode == "cudagraph";
   stream_.emplace();
   if (options_.mode == "event") {
     event_.emplace(stream_->get());
@@ -128,7 +138,7 @@ void OpTiming::capture(const Config& config) {
 }
 
 void OpTiming::launch(const Config& config) {
-  if (options_.mode != "cudagraph" || !stream_) {
+  if (!graph_) {
     op_.run(*work_, config, stream());
     return;
   }
@@ -138,16 +148,12 @@ void OpTiming::launch(const Config& config) {
 }
 
 std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
-  // Fault injection for tests: "sticky-config=<config>" makes that config fail like an
-  // illegal memory access.
-  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "sticky-config=" + config.str()) {
-    throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+  if (!sticky_config_.empty() || !hang_config_.empty()) {
+    const std::string text = config.str();
+    if (text == sticky_config_) throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+    while (text == hang_config_) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  // "hang-config=<config>": that config never returns, like a kernel that does not terminate.
-  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "hang-config=" + config.str()) {
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  if (options_.mode == "cudagraph" && stream_) capture(config);
+  if (graph_) capture(config);
   flush_l2();
   if (cupti_) {
     cupti_->begin();
@@ -172,7 +178,7 @@ RunTimer OpTiming::run_timer() {
 }
 
 void OpTiming::warm(const Config& config) {
-  if (options_.mode == "cudagraph" && stream_) {
+  if (graph_) {
     capture(config);
     return;
   }
@@ -192,7 +198,6 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
   constexpr double kPlaceholder = 1e-12;
   const auto n = state.max_iterations;
   cupti_->reserve(static_cast<std::size_t>(n));  // no allocation inside the loop
-  const bool graph = options_.mode == "cudagraph";
   benchmark::IterationCount i = 0;
   std::optional<LoopTotal> result;
   for (auto _ : state) {
@@ -205,7 +210,7 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
       continue;
     }
     const WindowTimes times = cupti_->collect();
-    const std::size_t expected = graph ? graphs_->ids[0].kernels : 0;
+    const std::size_t expected = graph_ ? graphs_->ids[0].kernels : 0;
     double total_s = 0;
     for (std::size_t w = 0; w < times.ns.size(); ++w) {
       if (times.kernels[w] == 0) {
@@ -213,7 +218,7 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
                              std::to_string(times.invalid) + " invalid records)").c_str());
         return std::nullopt;
       }
-      if (graph && times.kernels[w] != expected) {
+      if (graph_ && times.kernels[w] != expected) {
         state.SkipWithError(("iteration " + std::to_string(w) + ": the graph launch ran " + std::to_string(expected) +
                              " kernels but " + std::to_string(times.kernels[w]) + " records were attributed to it")
                                 .c_str());

@@ -19,8 +19,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <mutex>
-#include <condition_variable>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -323,6 +321,10 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       if (std::string p = read_small(c.progress_file); p != c.progress) {
         c.progress = std::move(p);
         c.active_at = now;
+      } else if (c.progress.find("\tprecompiling") != std::string::npos) {
+        // Compiling a key's configs (minutes on a small host) runs no kernel: the watchdog
+        // judges kernels, so the clock restarts when the timed runs begin.
+        c.active_at = now;
       } else if (std::chrono::duration<double>(now - c.active_at).count() > hang_s) {
         c.hung = true;  // reported and recorded after the loop
         kill(c.pid, SIGKILL);
@@ -437,46 +439,13 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   RunContext context = shared_context;
   std::string current;
   const std::string progress = list_file + ".progress";
-  std::mutex progress_mutex;
-  const auto write_progress = [&current, &progress](const std::string& activity) {
+  context.tune.on_progress = [&current, &progress](const std::string& activity) {
     const std::string tmp = progress + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
       out << current << "\t" << activity << "\n";
     }
     std::rename(tmp.c_str(), progress.c_str());
-  };
-  // Compiling a sweep's configs in parallel takes minutes on a small host and reports nothing
-  // per config, so while it runs a heartbeat rewrites the progress file (the watchdog is for
-  // kernels that hang, and compilation runs no kernel).
-  std::string compiling;  // the precompile activity while one runs, else empty
-  bool stop = false;
-  std::condition_variable wake;
-  std::thread heartbeat([&] {
-    std::unique_lock<std::mutex> lock(progress_mutex);
-    for (int beat = 1; !stop; ++beat) {
-      wake.wait_for(lock, std::chrono::seconds(10));
-      if (!stop && !compiling.empty()) write_progress(compiling + " (still compiling, beat " + std::to_string(beat) + ")");
-    }
-  });
-  struct Join {
-    std::thread& t;
-    std::mutex& m;
-    bool& stop;
-    std::condition_variable& wake;
-    ~Join() {
-      {
-        std::lock_guard<std::mutex> lock(m);
-        stop = true;
-      }
-      wake.notify_all();
-      t.join();
-    }
-  } join{heartbeat, progress_mutex, stop, wake};
-  context.tune.on_progress = [&](const std::string& activity) {
-    std::lock_guard<std::mutex> lock(progress_mutex);
-    compiling = activity.rfind("precompiling", 0) == 0 ? activity : "";
-    write_progress(activity);
   };
   std::ifstream in(list_file);
   if (!in) {
@@ -496,10 +465,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   char seconds[32];
   while (std::getline(in, name)) {
     const auto key_started = std::chrono::steady_clock::now();
-    {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      current = name;
-    }
+    current = name;
     context.tune.on_progress("preparing");
     const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
     if (it == families.end()) {

@@ -62,6 +62,10 @@ std::string content_hash(const std::string& text);
 /// $XDG_CACHE_HOME/tunebench/kernels, else $HOME/.cache/tunebench/kernels.
 std::filesystem::path default_kernel_cache_dir();
 
+/// default_kernel_cache_dir(), or an empty path (KernelCompiler then compiles every time
+/// instead of failing) when no cache location can be determined. Never throws.
+std::filesystem::path kernel_cache_dir_or_none() noexcept;
+
 /// A loaded cubin (move-only owner of a cudaLibrary_t) on the current device.
 class KernelLibrary {
  public:

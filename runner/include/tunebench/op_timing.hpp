@@ -88,6 +88,8 @@ class OpTiming {
 
   const Op& op_;
   TimingOptions options_;
+  bool graph_ = false;  // replays CUDA graphs: "cudagraph" mode of a GPU op
+  std::string sticky_config_, hang_config_;  // TUNEBENCH_FAULT_INJECT, for tests
   std::unique_ptr<Workload> work_;
   std::optional<Stream> stream_;
   HostTimer host_;

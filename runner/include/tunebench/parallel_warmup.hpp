@@ -64,8 +64,9 @@ struct WarmupReport {
 /// prefixed "[shard i]". On SIGINT or SIGTERM the children are terminated (killed after 2 s),
 /// all reaped, finished results merged, and the signal re-raised. A child without progress
 /// (neither a stderr line nor a change of its progress file) for TUNEBENCH_HANG_TIMEOUT seconds
-/// (default 300) is killed and reported with the key and config it was on; that config is
-/// stored in context.cache as status timeout, and the child counts in crashed_shards. Throws
+/// (default 300; the clock waits while it reports compiling) is killed and reported with the
+/// key and config it was on; that config is stored in context.cache as status timeout, and
+/// the child counts in crashed_shards. Throws
 /// std::invalid_argument if n > tokens.size(), or for a bad TUNEBENCH_HANG_TIMEOUT.
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# compare.py's verdict on two Google Benchmark JSON files, as the A/B scripts print it:
+#   scripts/compare_results.sh A.json B.json
+# Stops when every benchmark of a file failed (failed entries have time 0 and would compare as
+# +0.0000 or -1.0000) and warns when some did; no colour codes when stdout is not a terminal.
+# COMPARE_PY (default /usr/share/benchmark/compare.py, Debian's libbenchmark-tools) and PYTHON
+# (default /usr/bin/python3, which has Debian's scipy) name compare.py and its interpreter.
+set -euo pipefail
+if [ $# -ne 2 ]; then
+  echo "usage: scripts/compare_results.sh A.json B.json" >&2
+  exit 2
+fi
+python=${PYTHON:-/usr/bin/python3}
+compare=${COMPARE_PY:-/usr/share/benchmark/compare.py}
+if [ ! -f "$compare" ]; then
+  echo "compare_results: no compare.py at $compare (install libbenchmark-tools or set COMPARE_PY); compare with:" >&2
+  echo "  compare.py benchmarks $1 $2" >&2
+  exit 1
+fi
+"$python" - "$1" "$2" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    runs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type") == "iteration"]
+    failed = [b["name"] for b in runs if b.get("error_occurred")]
+    if runs and len(failed) == len(runs):
+        sys.exit(f"compare_results: every benchmark failed in {path} (first: {failed[0]}: "
+                 f"{runs[0].get('error_message', '')}): nothing to compare")
+    if failed:
+        print(f"compare_results: WARNING: {len(failed)} benchmarks failed in {path}; compare.py shows them as "
+              f"+0.0000 or -1.0000 (first: {failed[0]})", file=sys.stderr)
+PY
+color=()
+[ -t 1 ] || color=(--no-color)
+exec "$python" "$compare" "${color[@]}" benchmarks "$1" "$2"
