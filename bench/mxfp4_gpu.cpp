@@ -236,14 +236,29 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
     return out;
   }
-  // Decode (few rows, weight-bound): small W tiles shared by warps that split K, so many
-  // blocks and many loads are in flight; split-K where N alone gives too few blocks.
-  add({{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {4}},
-       {"STAGES", {4, 6}}, {"SPLIT_K", {1, 2, 4}}});
-  add({{"BLOCK_M", {8, 32}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {2}},
+  // The default space (54 configs) is what an exhaustive search of the expanded space chose on
+  // the decode sets on an H200, as families (docs/cache-and-autotuner.md has the figures).
+  // Decode (few rows, weight-bound): 8/16-row tiles, 64 columns per block, deep pipelines, and
+  // split-K where N alone gives too few blocks to keep the loads in flight.
+  add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+       {"STAGES", {3, 4, 6}}, {"SPLIT_K", {1, 2, 4}}});
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"BLOCK_K", {512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+       {"STAGES", {3, 6}}, {"SPLIT_K", {4}}});
+  // Narrow N (N = 1024 shards): fewer columns per block and warps that split K, for more blocks.
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {4}},
+       {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
+  add({{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {2}},
        {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
-  // Middle and prefill: wider tiles, each dequantized W fragment reused over more rows.
-  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {128, 256}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+  // Late decode (M = 32..256): 8 warps on 32/64 x 128 tiles, each dequantized W fragment reused
+  // over more rows.
+  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+       {"STAGES", {2}}, {"SPLIT_K", {1, 2, 4}}});
+  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+       {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
+  add({{"BLOCK_M", {32}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {2}},
+       {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
+  // Prefill: the tiles plain autotune chose on the prefill sets (wide tiles, 4 or 8 warps).
+  add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
   add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
        {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});

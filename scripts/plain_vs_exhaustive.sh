@@ -10,10 +10,13 @@
 # configs. Goal: within 2% on >= 95% of keys, at <= 1/5 of the exhaustive sweep time.
 # Last, a greedy cover: the fewest expanded configs that put every key within 2% of its
 # exhaustive best, the candidates for a better default space.
-# BENCH (default build/bench/bench) and PYTHON (default python3) are honoured; KEEP=DIR keeps
-# both caches (plain.sqlite, exhaustive.sqlite) there.
+# BENCH (default build/bench/bench) and PYTHON (default python3) are honoured. KEEP=DIR keeps
+# each cache there as soon as its runs end (plain.sqlite; exhaustive.sqlite with exhaustive.ms,
+# its run and rerun milliseconds). EXHAUSTIVE_FROM=DIR reuses such a kept exhaustive search
+# (the slow half) instead of running it again, e.g. after changing only the default space; the
+# kept one must come from the same benchmarks on the same kind of GPU.
 set -euo pipefail
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do
   case $a in
     -h|--help) usage; exit 0 ;;
@@ -41,14 +44,32 @@ wall() {  # wall LOG ENV...: runs bench with ENV, prints seconds
   t1=$(date +%s%N)
   echo "$(( (t1 - t0) / 1000000 ))"
 }
+if [ -n "${EXHAUSTIVE_FROM:-}" ]; then
+  for f in exhaustive.sqlite exhaustive.ms; do
+    [ -s "$EXHAUSTIVE_FROM/$f" ] || { echo "plain_vs_exhaustive: EXHAUSTIVE_FROM=$EXHAUSTIVE_FROM: no $f there (expected a KEEP directory of an earlier run)" >&2; exit 2; }
+  done
+fi
+[ -z "${KEEP:-}" ] || mkdir -p "$KEEP"
+keep() {  # keep NAME [MS...]: the cache just written, kept under KEEP as the runs end
+  [ -n "${KEEP:-}" ] || return 0
+  cp "$work/$1.sqlite" "$KEEP/$1.sqlite"
+  [ $# -lt 2 ] || { shift; echo "$*" > "$KEEP/exhaustive.ms"; }
+}
 plain_ms=$(wall "$work/plain.log" TUNEBENCH_CACHE="$work/plain.sqlite" USE_FLAGTUNE=0)
 plain_rerun_ms=$(wall "$work/plain2.log" TUNEBENCH_CACHE="$work/plain.sqlite" USE_FLAGTUNE=0)
-exh_ms=$(wall "$work/exh.log" TUNEBENCH_CACHE="$work/exh.sqlite" USE_FLAGTUNE=1)
-exh_rerun_ms=$(wall "$work/exh2.log" TUNEBENCH_CACHE="$work/exh.sqlite" USE_FLAGTUNE=0)
-if [ -n "${KEEP:-}" ]; then
-  mkdir -p "$KEEP" && cp "$work/plain.sqlite" "$KEEP/plain.sqlite" && cp "$work/exh.sqlite" "$KEEP/exhaustive.sqlite"
+keep plain
+if [ -n "${EXHAUSTIVE_FROM:-}" ]; then
+  cp "$EXHAUSTIVE_FROM/exhaustive.sqlite" "$work/exhaustive.sqlite"
+  read -r exh_ms exh_rerun_ms < "$EXHAUSTIVE_FROM/exhaustive.ms"
+  [[ "${exh_ms:-}" =~ ^[0-9]+$ && "${exh_rerun_ms:-}" =~ ^[0-9]+$ ]] ||
+    { echo "plain_vs_exhaustive: $EXHAUSTIVE_FROM/exhaustive.ms: expected two integers (run and rerun ms)" >&2; exit 2; }
+  echo "exhaustive search reused from $EXHAUSTIVE_FROM"
+else
+  exh_ms=$(wall "$work/exh.log" TUNEBENCH_CACHE="$work/exhaustive.sqlite" USE_FLAGTUNE=1)
+  exh_rerun_ms=$(wall "$work/exh2.log" TUNEBENCH_CACHE="$work/exhaustive.sqlite" USE_FLAGTUNE=0)
+  keep exhaustive "$exh_ms" "$exh_rerun_ms"
 fi
-"${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exh.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" <<'PY'
+"${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exhaustive.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" <<'PY'
 import sqlite3, sys
 plain_db, exh_db = sys.argv[1], sys.argv[2]
 plain_ms, plain_rerun_ms, exh_ms, exh_rerun_ms = map(int, sys.argv[3:7])

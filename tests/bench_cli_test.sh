@@ -139,7 +139,7 @@ set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; se
 set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$work/x.json" >/dev/null 2>"$work/abo.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'ab_test writes each run' "$work/abo.err" || fail "ab_test.sh accepted --benchmark_out"
 
-# USE_FLAGTUNE=1 sweeps the expanded space even for a key the cache answers.
+# USE_FLAGTUNE=1 sweeps the expanded space even for a key a plain sweep answered.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
   >/dev/null 2>&1 || fail "USE_FLAGTUNE=1 run failed"
 [ "$("$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512 | grep -c '^  ok')" -gt 9 ] \

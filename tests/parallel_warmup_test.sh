@@ -88,6 +88,19 @@ grep -q 'isolated sweep round 2' "$work/isolated.err" || fail "no further round 
   || fail "a benchmark failed after the isolated sweep: $(cat "$work/isolated.out")"
 TUNEBENCH_CACHE="$work/isolated.sqlite" "$cache_cli" show cpu_mxfp4_gemm M=1,N=512,K=128 \
   | grep -q 'launch_failed  BLOCK_N=16,BLOCK_K=128' || fail "the sticky config was not recorded as failed"
+# USE_FLAGTUNE=1: a best left by a plain sweep does not answer an exhaustive search, so the keys
+# go to the child; once the child has swept the expanded space, a rerun finds nothing to sweep.
+again() {  # again NAME ENV... : bench on the tiny set with the existing cache of NAME
+  local name=$1; shift
+  env TUNEBENCH_CACHE="$work/$name.sqlite" "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ \
+    --benchmark_min_time=0.01 >"$work/$name.again.out" 2>"$work/$name.again.err"
+}
+again isolated TUNEBENCH_ISOLATE_SWEEP=1 USE_FLAGTUNE=1 || fail "exhaustive isolated sweep: $(cat "$work/isolated.again.err")"
+grep -q 'isolated sweep: 4 keys in a child process' "$work/isolated.again.err" \
+  || fail "plain bests answered an exhaustive search: $(cat "$work/isolated.again.err")"
+again isolated TUNEBENCH_ISOLATE_SWEEP=1 USE_FLAGTUNE=1 || fail "exhaustive rerun: $(cat "$work/isolated.again.err")"
+! grep -q 'isolated sweep' "$work/isolated.again.err" || fail "a finished exhaustive search was swept again"
+[ "$(grep -c manual_time "$work/isolated.again.out")" -eq 4 ] || fail "exhaustive rerun: $(cat "$work/isolated.again.out")"
 # A config that never returns: the watchdog kills the child after TUNEBENCH_HANG_TIMEOUT seconds
 # without progress, names shard, key and config, records the config as timeout, and fresh
 # children finish the keys without it.

@@ -60,6 +60,43 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
   return families;
 }
 
+std::optional<Config> cached_config(const Family& family, const RunContext& context) {
+  if (!context.cache) return std::nullopt;
+  const Op& op = *family.op;
+  const cache::Key key = cache_key(op, family.shape, context);
+  const auto best = context.cache->best(key);
+  if (!best) return std::nullopt;
+  std::optional<Config> config;
+  try {
+    config = Config::parse(best->config);
+  } catch (const ConfigError&) {
+  }
+  // Only a config of the op's own space that fits is used (an imported or stale entry may be
+  // neither): anything else is tuned again.
+  const auto in_space = [&](SpaceKind kind) {
+    const auto space = op.config_space(kind);
+    return std::find(space.begin(), space.end(), *config) != space.end();
+  };
+  if (!config || !(in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) ||
+      !op.can_implement(*config, family.shape, context.device)) {
+    std::cerr << "bench: cached config '" << best->config << "' of " << family.name
+              << " is not one this op can run; tuning again\n";
+    return std::nullopt;
+  }
+  if (context.tune.space == SpaceKind::kExpanded) {
+    // An exhaustive search (USE_FLAGTUNE=1) is answered only once every config of the expanded
+    // space that fits has a measurement for this key: a best from the default space is not.
+    std::set<std::string> measured;
+    for (const auto& m : context.cache->measurements(key)) measured.insert(m.config);
+    for (const auto& c : op.config_space(SpaceKind::kExpanded)) {
+      if (!measured.count(c.str()) && c.str() != best->config && op.can_implement(c, family.shape, context.device)) {
+        return std::nullopt;
+      }
+    }
+  }
+  return config;
+}
+
 namespace {
 
 void set_rates(benchmark::State& state, const Family& family, const RunContext& context, double iterations,
@@ -93,31 +130,10 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
     if (it != context.replay.end()) return {Config::parse(it->second.config), ConfigSource::kReplayed};
   }
   const cache::Key key = cache_key(op, family.shape, context);
-  std::vector<cache::Measurement> known;
-  // An exhaustive search (USE_FLAGTUNE=1) always sweeps: a cached best may come from the
-  // default space.
-  const bool exhaustive = (options ? options->space : context.tune.space) == SpaceKind::kExpanded;
-  if (context.cache && !options && !exhaustive) {
-    if (const auto best = context.cache->best(key)) {
-      std::optional<Config> config;
-      try {
-        config = Config::parse(best->config);
-      } catch (const ConfigError&) {
-      }
-      // Only a config of the op's own space that fits is used (an imported or stale entry may
-      // be neither): anything else is tuned again.
-      const auto in_space = [&](SpaceKind kind) {
-        const auto space = op.config_space(kind);
-        return std::find(space.begin(), space.end(), *config) != space.end();
-      };
-      if (config && (in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) &&
-          op.can_implement(*config, family.shape, context.device)) {
-        return {*config, ConfigSource::kCache};
-      }
-      std::cerr << "bench: cached config '" << best->config << "' of " << family.name
-                << " is not one this op can run; tuning again\n";
-    }
+  if (!options) {
+    if (auto cached = cached_config(family, context)) return {std::move(*cached), ConfigSource::kCache};
   }
+  std::vector<cache::Measurement> known;
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   const TuneOutcome outcome =

@@ -368,7 +368,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
       if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
-      if (!context->cache->best(cache_key(*f.op, f.shape, *context))) untuned.push_back(&f);
+      if (!cached_config(f, *context)) untuned.push_back(&f);
     }
     return untuned;
   };

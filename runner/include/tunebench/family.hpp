@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,14 @@ std::pair<double, double> roofline_peaks(const std::string& device_name);
 /// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
 /// host ops, timing_name of context.timing_mode and context.cold_l2 for GPU ops).
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
+
+/// The config the cache holds for `family` in this run, if it answers the key: a best config of
+/// the op's own spaces that can_implement accepts and, when context.tune.space is the expanded
+/// space (USE_FLAGTUNE=1), a measurement for every other expanded config that fits (so a best
+/// left by a plain sweep does not answer an exhaustive one). Nothing without a cache. Prints one
+/// line to stderr when the cached best is not a config this op can run. Throws cache::SqliteError
+/// when the cache cannot be read.
+std::optional<Config> cached_config(const Family& family, const RunContext& context);
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
