@@ -65,6 +65,16 @@ TEST(ParallelWarmup, PlanBalancesCostTunesEveryKeyAndDoublesSome) {
     for (const auto& s : plan.shards) shards_with += std::count(s.begin(), s.end(), k) > 0;
     EXPECT_EQ(shards_with, 2) << k;
   }
+  // Doubled keys come from the cheaper half: their extra sweep costs little.
+  std::vector<double> sorted = costs;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  double extra = 0;
+  for (auto k : plan.doubled) {
+    EXPECT_LE(costs[k], median) << k;
+    extra += costs[k];
+  }
+  EXPECT_LT(extra, 0.1 * std::accumulate(costs.begin(), costs.end(), 0.0));
   EXPECT_EQ(plan_shards({5.0}, 2).doubled.size(), 1u);  // at least one key when N >= 2
   EXPECT_TRUE(plan_shards({5.0, 3.0}, 1).doubled.empty());
 }

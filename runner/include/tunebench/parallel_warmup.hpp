@@ -20,9 +20,10 @@ int warmup_gpus_from_env();
 std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
 
 /// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
-/// (longest-processing-time scheduling); then a `trust_share` of the keys, spread over the cost
-/// range (at least one when n >= 2 and trust_share > 0), is dealt again to a second, different
-/// shard, so that disagreement between shards can be counted.
+/// (longest-processing-time scheduling); then a `trust_share` of the keys (rounded, at least one
+/// when n >= 2 and trust_share > 0, at most half of them), spread over the cheaper half by cost,
+/// is dealt again to a second, different shard, so that disagreement between shards can be
+/// counted without costing a tenth more sweep.
 struct ShardPlan {
   std::vector<std::vector<std::size_t>> shards;  ///< key indices per shard
   std::vector<std::size_t> doubled;              ///< keys tuned on two shards
