@@ -2,33 +2,36 @@
 // baseline on the shipped shape sets. For every shape it times every default config of each
 // op and prints the best, with GB/s against the measured device-to-device copy bandwidth.
 //
-// Timing: each config runs 20 times inside one CUDA graph (weights rotated as in the ops'
-// run()), the graph is replayed 7 times, and the median replay time / 20 is reported. That
-// removes host launch overhead but keeps the small gaps between graph kernels, so it slightly
-// overstates microsecond kernels.
+// Timing: kernel-level, as bench times (runner/op_timing.hpp, "kernel" mode by default: the sum
+// of a run's kernel durations from CUPTI, weights rotated through copies larger than 2x L2 as
+// in the ops' run()); per config one warm run, then the median of 21 timed runs (5 for kernels
+// over 200 us). --timing=cudagraph|event selects the other modes.
 //
-// usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [set-name-substring ...]
+// usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [set-name-substring ...]
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bf16_gemm.hpp"
 #include "mxfp4_gpu.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
+#include "tunebench/op_timing.hpp"
 #include "tunebench/shape.hpp"
 
 namespace {
 
 using namespace tunebench;
 
-// Runs per graph and replays; long kernels (prefill) get fewer so the sweep stays minutes.
-constexpr int kRunsPerGraph = 20, kReplays = 7, kLongRuns = 3, kLongReplays = 3;
+// Timed runs per config; long kernels (prefill) get fewer so the sweep stays minutes.
+constexpr int kRuns = 21, kLongRuns = 5;
 constexpr double kLongSeconds = 200e-6;
 
 double median(std::vector<double> v) {
@@ -36,45 +39,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Seconds per run of `op` with `config`, or a negative value if it failed.
-double time_config(const Op& op, Workload& work, const Config& config, cudaStream_t stream) {
+// Seconds per run of `config` (the median of the timed runs), or a negative value if it failed.
+double time_config(const Op& op, OpTiming& timing, const Config& config) {
   try {
-    op.run(work, config, stream);  // compile, load, first-touch outside the graph
-    TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-    Event start, stop;
-    TUNEBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-    op.run(work, config, stream);
-    TUNEBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-    TUNEBENCH_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float first_ms = 0;
-    TUNEBENCH_CUDA_CHECK(cudaEventElapsedTime(&first_ms, start.get(), stop.get()));
-    const bool long_kernel = first_ms * 1e-3 > kLongSeconds;
-    const int runs = long_kernel ? kLongRuns : kRunsPerGraph, replays = long_kernel ? kLongReplays : kReplays;
-    cudaGraph_t graph = nullptr;
-    TUNEBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (int i = 0; i < runs; ++i) op.run(work, config, stream);
-    } catch (...) {
-      cudaStreamEndCapture(stream, &graph);  // leave the stream usable for the next config
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    TUNEBENCH_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec = nullptr;
-    TUNEBENCH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    std::vector<double> times;
-    TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm
-    for (int r = 0; r < replays; ++r) {
-      TUNEBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-      TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      TUNEBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-      TUNEBENCH_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-      float ms = 0;
-      TUNEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-      times.push_back(ms * 1e-3 / runs);
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    timing.warm(config);  // compile, load, first touch
+    const double first = std::chrono::duration<double>(timing.time_run(config)).count();
+    std::vector<double> times{first};
+    const int runs = first > kLongSeconds ? kLongRuns : kRuns;
+    for (int r = 1; r < runs; ++r) times.push_back(std::chrono::duration<double>(timing.time_run(config)).count());
     return median(times);
   } catch (const CudaError& e) {
     if (e.sticky()) throw;
@@ -91,12 +63,17 @@ struct Best {
   std::string config;
 };
 
-Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, cudaStream_t stream, SpaceKind space) {
-  auto work = op.prepare(shape, 1);
-  Best best;
+Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, const TimingOptions& timing_options,
+             SpaceKind space) {
+  std::vector<Config> configs;
   for (const auto& c : op.config_space(space)) {
-    if (!op.can_implement(c, shape, dev)) continue;
-    const double t = time_config(op, *work, c, stream);
+    if (op.can_implement(c, shape, dev)) configs.push_back(c);
+  }
+  op.precompile(configs, dev, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  OpTiming timing(op, shape, 1, timing_options);
+  Best best;
+  for (const auto& c : configs) {
+    const double t = time_config(op, timing, c);
     if (t > 0 && (best.seconds < 0 || t < best.seconds)) best = {t, c.str()};
   }
   return best;
@@ -127,10 +104,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> wanted;
   std::vector<long long> ms;
   SpaceKind space = SpaceKind::kDefault;
+  TimingOptions timing;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
       shapes = a.substr(19);
+    } else if (a.rfind("--timing=", 0) == 0) {
+      timing.mode = a.substr(9);
+      if (std::find(timing_modes().begin(), timing_modes().end(), timing.mode) == timing_modes().end()) {
+        std::cerr << "perf_mxfp4: " << a << ": expected kernel, cudagraph or event\n";
+        return 2;
+      }
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
     } else if (a.rfind("--m=", 0) == 0) {
@@ -148,7 +132,7 @@ int main(int argc, char** argv) {
       }
     } else if (a.rfind("--", 0) == 0) {
       std::cerr << "perf_mxfp4: unknown flag " << a
-                << " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [set-name-substring ...])\n";
+                << " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [set-name-substring ...])\n";
       return 2;
     } else {
       wanted.push_back(a);
@@ -165,8 +149,8 @@ int main(int argc, char** argv) {
     Stream stream;
     const double copy_bw = copy_bandwidth(stream.get());
     const bool fold = bench::foldscale_from_env();
-    std::printf("device: %s (%d SMs); device-to-device copy %.0f GB/s (read + write); FOLDSCALE=%d\n",
-                dev.name.c_str(), dev.sm_count, copy_bw / 1e9, fold ? 1 : 0);
+    std::printf("device: %s (%d SMs); device-to-device copy %.0f GB/s (read + write); FOLDSCALE=%d; timing %s\n",
+                dev.name.c_str(), dev.sm_count, copy_bw / 1e9, fold ? 1 : 0, timing_name(timing).c_str());
     std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %7s %5s | %9s %7s | %7s  %s\n", "set", "gemm", "M",
                 "gemm us", "GB/s", "%copy", "moe us", "GB/s", "%copy", "bf16 us", "TFLOP/s", "gemm x", "best configs");
     const bench::Mxfp4GemmOp gemm(fold);
@@ -180,9 +164,9 @@ int main(int argc, char** argv) {
       }
       for (const auto& s : set.shapes) {
         if (!ms.empty() && std::find(ms.begin(), ms.end(), s.m) == ms.end()) continue;
-        const Best g = best_of(gemm, s, dev, stream.get(), space);
-        const Best m = best_of(moe, s, dev, stream.get(), space);
-        const Best b = best_of(bf16, s, dev, stream.get(), SpaceKind::kDefault);
+        const Best g = best_of(gemm, s, dev, timing, space);
+        const Best m = best_of(moe, s, dev, timing, space);
+        const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault);
         auto us = [](const Best& x) { return x.seconds * 1e6; };
         std::printf("%-18s %-4s %6lld | %9.2f %7.0f %5.1f | %9.2f %7.0f %5.1f | %9.2f %7.1f | %7.2f  %s ; %s ; %s\n",
                     s.set.c_str(), s.gemm.c_str(), static_cast<long long>(s.m), us(g),
