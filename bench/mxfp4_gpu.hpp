@@ -73,10 +73,11 @@ class Mxfp4GpuOp : public Op {
   /// A hash of bench/kernels/mxfp4_gemm.cuh (FOLDSCALE is not part of it).
   std::string kernel_version() const override;
   /// Parameters: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps splitting K within a block),
-  /// STAGES, SPLIT_K (blocks splitting K). Default (44 configs, see the .cpp): decode tiles
-  /// (BLOCK_M 8, BLOCK_N 16/32 shared by warps that split K), middle tiles (BLOCK_M 32/64) and
-  /// prefill tiles (BLOCK_M 128, 8 warps). Expanded (772 configs, about 600 of them usable on
-  /// the shipped shapes): a superset with more values on every axis.
+  /// STAGES, SPLIT_K (blocks splitting K). Default (54 configs, chosen by exhaustive search on
+  /// the decode sets, see the .cpp and docs/cache-and-autotuner.md): decode tiles (BLOCK_M
+  /// 8/16, BLOCK_N 16..64), late-decode tiles (BLOCK_M 32/64, 8 warps) and prefill tiles
+  /// (BLOCK_M 32..128). Expanded (772 configs, about 600 of them usable on the shipped shapes):
+  /// a superset with more values on every axis.
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 * WARPS_K) == 0,
   /// K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread, STAGES x stage

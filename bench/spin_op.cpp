@@ -1,5 +1,6 @@
 #include "spin_op.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tunebench::bench {
@@ -53,7 +54,12 @@ void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
   unsigned long long ns = static_cast<unsigned long long>(duration_ns_);
   void* args[] = {&ns};
   const auto blocks = static_cast<unsigned>(config.get("BLOCKS"));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(blocks), dim3(1), args, 0, stream));
+  const auto& params = config.params();
+  const bool counted = std::any_of(params.begin(), params.end(), [](const auto& p) { return p.first == "KERNELS"; });
+  const std::int64_t kernels = counted ? config.get("KERNELS") : 1;
+  for (std::int64_t i = 0; i < kernels; ++i) {
+    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(blocks), dim3(1), args, 0, stream));
+  }
 }
 
 }  // namespace tunebench::bench

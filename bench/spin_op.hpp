@@ -16,7 +16,8 @@ namespace tunebench::bench {
 /// Each of the kernel's BLOCKS blocks (one thread each) reads %globaltimer (PTX ISA, "Special
 /// Registers: %globaltimer", ns) and spins until `duration_ns` have passed, so the kernel takes
 /// duration_ns plus its start-up on the GPU, whatever the launch costs on the host. Config
-/// space: BLOCKS in {1} (one block: the launch-overhead case). Shapes are ignored; flops and
+/// space: BLOCKS in {1} (one block: the launch-overhead case); a config may also set KERNELS
+/// (launches per run, default 1), for tests of runs of several kernels. Shapes are ignored; flops and
 /// bytes are 0. Compiled with NVRTC on first use (kernel cache as the MXFP4 ops).
 class SpinOp final : public Op {
  public:

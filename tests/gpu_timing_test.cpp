@@ -171,4 +171,19 @@ TEST_F(GpuTiming, GraphModeTimesEveryKernelOfASplitKRun) {
   }
 }
 
+TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
+  // A run of two 10 us kernels: both must be attributed to each run (in graph mode, to each
+  // replay, which the timing loop checks against the graph's kernel nodes), so 20 us and a bit.
+  tunebench::bench::SpinOp op("spin_twice", 10'000);
+  const Config two{{"BLOCKS", 1}, {"KERNELS", 2}};
+  const Shape s = shape(1, 1, 1);
+  OpTiming graph(op, s, 1, {"cudagraph", false}), eager(op, s, 1, {"kernel", false});
+  const double g = median_us(graph, two), e = median_us(eager, two);
+  // Each kernel adds its ~0.6 us start-up (OneBlockKernelReportsKernelTimeNotLaunchOverhead).
+  for (const double us : {e, g}) {
+    EXPECT_GE(us, 20.0);
+    EXPECT_LT(us, 22.5);
+  }
+}
+
 }  // namespace
