@@ -20,7 +20,7 @@ usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do
   case $a in
     -h|--help) usage; exit 0 ;;
-    --benchmark_list_tests*|--benchmark_out=*|--benchmark_format=*|--benchmark_out_format=*|--benchmark_min_time=*)
+    --benchmark_list_tests*|--benchmark_out=*|--benchmark_format=*|--benchmark_out_format=*|--benchmark_min_time=*|--tunebench_cache*)
       echo "plain_vs_exhaustive: $a: not for this script (it sets what it needs); pass the benchmark selection" >&2
       exit 2 ;;
   esac
@@ -44,10 +44,14 @@ wall() {  # wall LOG ENV...: runs bench with ENV, prints seconds
   t1=$(date +%s%N)
   echo "$(( (t1 - t0) / 1000000 ))"
 }
-if [ -n "${EXHAUSTIVE_FROM:-}" ]; then
+if [ -n "${EXHAUSTIVE_FROM:-}" ]; then  # checked before anything runs
   for f in exhaustive.sqlite exhaustive.ms; do
-    [ -s "$EXHAUSTIVE_FROM/$f" ] || { echo "plain_vs_exhaustive: EXHAUSTIVE_FROM=$EXHAUSTIVE_FROM: no $f there (expected a KEEP directory of an earlier run)" >&2; exit 2; }
+    [ -f "$EXHAUSTIVE_FROM/$f" ] && [ -s "$EXHAUSTIVE_FROM/$f" ] ||
+      { echo "plain_vs_exhaustive: EXHAUSTIVE_FROM=$EXHAUSTIVE_FROM: no $f there (expected a KEEP directory of an earlier run)" >&2; exit 2; }
   done
+  read -r exh_ms exh_rerun_ms extra < "$EXHAUSTIVE_FROM/exhaustive.ms" || true
+  [[ "${exh_ms:-}" =~ ^[0-9]{1,12}$ && "${exh_rerun_ms:-}" =~ ^[0-9]{1,12}$ && -z "${extra:-}" ]] ||
+    { echo "plain_vs_exhaustive: $EXHAUSTIVE_FROM/exhaustive.ms: expected two integers, the exhaustive run's and its rerun's milliseconds" >&2; exit 2; }
 fi
 [ -z "${KEEP:-}" ] || mkdir -p "$KEEP"
 keep() {  # keep NAME [MS...]: the cache just written, kept under KEEP as the runs end
@@ -60,25 +64,27 @@ plain_rerun_ms=$(wall "$work/plain2.log" TUNEBENCH_CACHE="$work/plain.sqlite" US
 keep plain
 if [ -n "${EXHAUSTIVE_FROM:-}" ]; then
   cp "$EXHAUSTIVE_FROM/exhaustive.sqlite" "$work/exhaustive.sqlite"
-  read -r exh_ms exh_rerun_ms < "$EXHAUSTIVE_FROM/exhaustive.ms"
-  [[ "${exh_ms:-}" =~ ^[0-9]+$ && "${exh_rerun_ms:-}" =~ ^[0-9]+$ ]] ||
-    { echo "plain_vs_exhaustive: $EXHAUSTIVE_FROM/exhaustive.ms: expected two integers (run and rerun ms)" >&2; exit 2; }
   echo "exhaustive search reused from $EXHAUSTIVE_FROM"
 else
   exh_ms=$(wall "$work/exh.log" TUNEBENCH_CACHE="$work/exhaustive.sqlite" USE_FLAGTUNE=1)
   exh_rerun_ms=$(wall "$work/exh2.log" TUNEBENCH_CACHE="$work/exhaustive.sqlite" USE_FLAGTUNE=0)
   keep exhaustive "$exh_ms" "$exh_rerun_ms"
 fi
-"${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exhaustive.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" <<'PY'
+exh_name=${EXHAUSTIVE_FROM:+$EXHAUSTIVE_FROM/exhaustive.sqlite}
+"${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exhaustive.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" \
+  "${exh_name:-the cache of the exhaustive run}" <<'PY'
 import sqlite3, sys
 plain_db, exh_db = sys.argv[1], sys.argv[2]
 plain_ms, plain_rerun_ms, exh_ms, exh_rerun_ms = map(int, sys.argv[3:7])
+exh_name = sys.argv[7]
 key = "op, tuning_key, device_name, timing_mode"
-def rows(db, sql):
+def rows(db, sql, name=None):
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         con.execute("SELECT 1 FROM best LIMIT 1")
-    except sqlite3.Error:
+    except sqlite3.Error as e:
+        if name:
+            sys.exit(f"plain_vs_exhaustive: {name}: not a readable tunebench config cache ({e})")
         sys.exit(f"plain_vs_exhaustive: no config cache was written ({db}): did bench run any benchmark?")
     try:
         return con.execute(sql).fetchall()
@@ -89,19 +95,25 @@ if not plain_best:
     sys.exit("plain_vs_exhaustive: no key was tuned by timing two or more configs: does the filter select "
              "benchmarks that run here (GPU ops need a GPU)?")
 exh = {}
-for r in rows(exh_db, f"SELECT {key}, config, p50_ns FROM measurements WHERE status = 'ok' AND p50_ns > 0"):
-    exh.setdefault(r[:4], {})[r[4]] = r[5]
+for r in rows(exh_db, f"SELECT {key}, config, p50_ns FROM measurements WHERE status = 'ok' AND p50_ns > 0", exh_name):
+    if r[:4] in plain_best:  # only the benchmarks selected now
+        exh.setdefault(r[:4], {})[r[4]] = r[5]
+missing = sorted(k for k in plain_best if k not in exh)
+if missing:
+    print(f"plain_vs_exhaustive: {len(missing)} of {len(plain_best)} keys have no exhaustive measurements in "
+          f"{exh_name} (first: {missing[0][0]} {missing[0][1]}): the exhaustive search must cover the selected "
+          "benchmarks", file=sys.stderr)
+    sys.exit(2)
 plain_sweep = (plain_ms - plain_rerun_ms) / 1e3
 exh_sweep = (exh_ms - exh_rerun_ms) / 1e3
+ratio = (f"{plain_sweep / exh_sweep:.3f}" if exh_sweep > 0 and plain_sweep > 0
+         else "n/a: a run took no longer than its rerun on the filled cache")
 print(f"sweep time: plain {plain_sweep:.1f} s, exhaustive {exh_sweep:.1f} s "
-      f"(ratio {plain_sweep / exh_sweep:.3f}; runs {plain_ms / 1e3:.1f}/{exh_ms / 1e3:.1f} s, reruns "
+      f"(ratio {ratio}; runs {plain_ms / 1e3:.1f}/{exh_ms / 1e3:.1f} s, reruns "
       f"{plain_rerun_ms / 1e3:.1f}/{exh_rerun_ms / 1e3:.1f} s)")
 print(f"{'op':<14} {'tuning key':<28} {'configs':>7} {'plain winner':<60} {'gap %':>7}  exhaustive winner")
 within = total = 0
 for k in sorted(plain_best):
-    if k not in exh:
-        print(f"{k[0]:<14} {k[1]:<28} missing from the exhaustive run")
-        continue
     times = exh[k]
     best = min(times.values())
     winner = min(times, key=times.get)

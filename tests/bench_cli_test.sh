@@ -145,6 +145,28 @@ USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4
 [ "$("$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512 | grep -c '^  ok')" -gt 9 ] \
   || fail "USE_FLAGTUNE=1 did not sweep the expanded space: $("$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512)"
 
+# scripts/plain_vs_exhaustive.sh: a kept exhaustive search is reused (EXHAUSTIVE_FROM); one that
+# does not cover the selected benchmarks, a bad exhaustive.ms, or a cache flag are refused.
+pve=$here/../scripts/plain_vs_exhaustive.sh
+sel=(--tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/')
+BENCH="$bench" KEEP="$work/pve" "$pve" "${sel[@]}" >"$work/pve.txt" 2>&1 || fail "plain_vs_exhaustive: $(cat "$work/pve.txt")"
+grep -q 'plain winner within 2% of the exhaustive best on 1/1 keys\|plain winner within 2% of the exhaustive best on 0/1 keys' \
+  "$work/pve.txt" || fail "plain_vs_exhaustive printed no verdict: $(cat "$work/pve.txt")"
+[ -s "$work/pve/exhaustive.sqlite" ] && [ -s "$work/pve/plain.sqlite" ] && [ -s "$work/pve/exhaustive.ms" ] || fail "KEEP kept nothing"
+BENCH="$bench" EXHAUSTIVE_FROM="$work/pve" "$pve" "${sel[@]}" >"$work/pve2.txt" 2>&1 || fail "EXHAUSTIVE_FROM: $(cat "$work/pve2.txt")"
+grep -q "exhaustive search reused from $work/pve" "$work/pve2.txt" || fail "EXHAUSTIVE_FROM did not reuse: $(cat "$work/pve2.txt")"
+set +e
+BENCH="$bench" EXHAUSTIVE_FROM="$work/pve" "$pve" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:4/N:256/' \
+  >/dev/null 2>"$work/pve3.err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q 'keys have no exhaustive measurements in .*must cover the selected benchmarks' "$work/pve3.err" \
+  || fail "a kept search of other benchmarks was accepted: rc $rc $(cat "$work/pve3.err")"
+mkdir -p "$work/pvebad" && cp "$work/pve/exhaustive.sqlite" "$work/pvebad/" && echo "100 soon" > "$work/pvebad/exhaustive.ms"
+set +e; BENCH="$bench" EXHAUSTIVE_FROM="$work/pvebad" "$pve" "${sel[@]}" >/dev/null 2>"$work/pve4.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'exhaustive.ms: expected two integers' "$work/pve4.err" || fail "bad exhaustive.ms: rc $rc $(cat "$work/pve4.err")"
+set +e; BENCH="$bench" "$pve" --tunebench_cache="$work/mine.sqlite" >/dev/null 2>"$work/pve5.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ ! -e "$work/mine.sqlite" ] || fail "plain_vs_exhaustive accepted --tunebench_cache: rc $rc"
+
 /usr/bin/python3 /usr/share/benchmark/compare.py benchmarks "$work/a.json" "$work/b.json" >"$work/compare.txt" 2>&1 \
   || fail "compare.py: $(cat "$work/compare.txt")"
 grep -q 'cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/N:256/K:512/manual_time_pvalue' "$work/compare.txt" \

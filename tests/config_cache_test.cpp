@@ -224,7 +224,10 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_NE(out.find("evicted 2 rows"), std::string::npos) << out;
   EXPECT_EQ(run("evict mxfp4_gemm M=8,N=4096,K=4096 B=2"), 1);  // nothing left to evict
   EXPECT_EQ(run("show nope nope"), 1);
-  EXPECT_EQ(run("frobnicate"), 2);
+  EXPECT_EQ(run("frobnicate", &out), 2);
+  EXPECT_NE(out.find("'frobnicate': unknown command"), std::string::npos) << out;
+  EXPECT_EQ(run("show mxfp4_gemm", &out), 2);
+  EXPECT_NE(out.find("show: wrong number of arguments (1)"), std::string::npos) << out;
   {
     ConfigCache cache(file_);
     EXPECT_FALSE(cache.best(key()));
@@ -236,7 +239,7 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(cache.measurements(key()).size(), 2u);
   std::ofstream(dir_ / "bad.json") << "{\"entries\": [{\"key\": 3}]}";
   EXPECT_EQ(run("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
-  EXPECT_NE(out.find("entries[0]: not a tunebench-cache export"), std::string::npos) << out;
+  EXPECT_NE(out.find("entries[0]: expected an object holding \"op\", got 3"), std::string::npos) << out;
   std::ifstream exported(dir_ / "export.json");
   std::string text((std::istreambuf_iterator<char>(exported)), {});
   const auto at = text.find("\"p50_ns\": 1500");
@@ -245,10 +248,23 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   std::ofstream(dir_ / "negative.json") << text;
   EXPECT_EQ(run("import '" + (dir_ / "negative.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("negative"), std::string::npos) << out;
+  // Wrong types and empty key fields are named, without the JSON library's wording.
+  std::ofstream(dir_ / "types.json") << R"({"entries": [{"key": {"op": 3}}]})";
+  EXPECT_EQ(run("import '" + (dir_ / "types.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("entries[0]: \"op\": expected a string, got 3"), std::string::npos) << out;
+  std::ofstream(dir_ / "empty_op.json")
+      << R"({"entries": [{"key": {"op": "", "kernel_version": "v", "tuning_key": "M=1", "device_name": "d",
+            "device_cc": "9.0", "toolkit": "t", "timing_mode": "kernel"}, "measurements": [], "best": null}]})";
+  EXPECT_EQ(run("import '" + (dir_ / "empty_op.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("\"op\": expected a non-empty string"), std::string::npos) << out;
   EXPECT_EQ(run("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
   const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() + "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(missing.c_str())), 2);
   EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a read-only command creates nothing
+  std::ofstream(dir_ / "empty.sqlite").flush();
+  const std::string empty = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "empty.sqlite").string() + "' list >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(empty.c_str())), 2);
+  EXPECT_EQ(fs::file_size(dir_ / "empty.sqlite"), 0u);  // nor turns an empty file into a cache
 }
 
 TEST_F(ConfigCacheTest, AFolderIsRefusedNotMovedAside) {

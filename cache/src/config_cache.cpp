@@ -164,12 +164,13 @@ void ConfigCache::open_checked(OnDamage on_damage) {
     const auto version = pragma_int(*db_, "PRAGMA user_version");
     const auto tables = pragma_int(*db_, "SELECT count(*) FROM sqlite_master");
     if (app != kApplicationId && !(app == 0 && version == 0 && tables == 0)) {
-      problem = "not a tunebench config cache (application_id " + std::to_string(app) + ")";
+      problem = "is not a tunebench config cache (application_id " + std::to_string(app) + ")";
     } else if (version > kSchemaVersion) {
-      problem = "written by a newer tunebench (schema " + std::to_string(version) + ", this one reads up to " +
+      problem = "was written by a newer tunebench (schema " + std::to_string(version) + ", this one reads up to " +
                 std::to_string(kSchemaVersion) + ")";
     } else if (const auto integrity = db_->integrity_check(); integrity != "ok") {
-      problem = "fails integrity check: " + integrity.substr(0, 200);
+      // The first problem SQLite names, whole (integrity_check lists one per line).
+      problem = "fails integrity check: " + integrity.substr(0, integrity.find('\n'));
     }
   } catch (const SqliteError& e) {
     // Only a file SQLite cannot read as a database is set aside; a permission or locking

@@ -103,6 +103,9 @@ std::filesystem::path tunebench_cache_home(const char* override_var) {
 }
 
 std::filesystem::path default_cache_path() {
+  if (const char* p = std::getenv("TUNEBENCH_CACHE"); p && !*p) {
+    throw std::invalid_argument("TUNEBENCH_CACHE is set but empty: expected a cache file (unset it for the default)");
+  }
   if (const char* p = env("TUNEBENCH_CACHE")) return p;
   return tunebench_cache_home("TUNEBENCH_CACHE") / "configs.sqlite";
 }

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,11 +71,23 @@ std::string fmt_us(const std::optional<std::int64_t>& ns) {
   return buf;
 }
 
+// The object `j`'s member `name`, as JSON of the expected kind; errors name the member.
+const json& member(const json& j, const std::string& name) {
+  if (!j.is_object()) throw std::invalid_argument("expected an object holding \"" + name + "\", got " + j.dump());
+  if (!j.contains(name)) throw std::invalid_argument("missing \"" + name + "\"");
+  return j.at(name);
+}
+
+std::string text(const json& j, const std::string& name, bool nonempty = false) {
+  const json& v = member(j, name);
+  if (!v.is_string()) throw std::invalid_argument("\"" + name + "\": expected a string, got " + v.dump());
+  if (nonempty && v.get<std::string>().empty()) throw std::invalid_argument("\"" + name + "\": expected a non-empty string");
+  return v.get<std::string>();
+}
+
 Key key_from(const json& j) {
-  return {j.at("op").get<std::string>(), j.at("kernel_version").get<std::string>(),
-          j.at("tuning_key").get<std::string>(), j.at("device_name").get<std::string>(),
-          j.at("device_cc").get<std::string>(), j.at("toolkit").get<std::string>(),
-          j.at("timing_mode").get<std::string>()};
+  return {text(j, "op", true),   text(j, "kernel_version"), text(j, "tuning_key", true), text(j, "device_name"),
+          text(j, "device_cc"), text(j, "toolkit"),        text(j, "timing_mode")};
 }
 
 std::int64_t int_from(const json& j) {
@@ -96,15 +110,42 @@ int run(std::vector<std::string> args) {
       return 2;
     }
   }
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty()) {
     std::cerr << kUsage << "\n";
-    return args.empty() ? 2 : 0;
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage << "\n";
+    return 0;
+  }
+  {
+    // Each command and the numbers of arguments it takes (after the command).
+    static const std::map<std::string, std::pair<std::size_t, std::size_t>> arity = {
+        {"list", {0, 0}}, {"show", {2, 2}}, {"evict", {2, 3}}, {"export", {0, 1}}, {"import", {1, 1}}};
+    const auto it = arity.find(args[0]);
+    if (it == arity.end()) {
+      std::cerr << "tunebench-cache: '" << args[0] << "': "
+                << (args[0].rfind("-", 0) == 0 ? "unknown option (--cache=FILE comes first)" : "unknown command")
+                << "; " << kUsage << "\n";
+      return 2;
+    }
+    const std::size_t n = args.size() - 1;
+    if (n < it->second.first || n > it->second.second) {
+      std::cerr << "tunebench-cache: " << args[0] << ": wrong number of arguments (" << n << "); " << kUsage << "\n";
+      return 2;
+    }
   }
   if (file.empty()) file = tunebench::cache::default_cache_path();
   const std::string cmd = args[0];
   // Only import writes: the other commands never create a cache where there was none.
   if (cmd != "import" && !std::filesystem::exists(file)) {
     std::cerr << "tunebench-cache: no cache at " << file.string() << "\n";
+    return 2;
+  }
+  std::error_code size_ec;
+  if (cmd != "import" && std::filesystem::is_regular_file(file) && std::filesystem::file_size(file, size_ec) == 0 &&
+      !size_ec) {
+    std::cerr << "tunebench-cache: " << file.string() << " is empty: not a config cache (bench or import creates one)\n";
     return 2;
   }
   if (cmd == "export" && args.size() == 2 && std::filesystem::exists(args[1]) &&
@@ -178,7 +219,7 @@ int run(std::vector<std::string> args) {
   }
   if (cmd == "import" && args.size() == 2) {
     std::ifstream in(args[1]);
-    if (!in) {
+    if (!in || std::filesystem::is_directory(args[1])) {
       std::cerr << "tunebench-cache: cannot read " << args[1] << "\n";
       return 2;
     }
@@ -199,19 +240,18 @@ int run(std::vector<std::string> args) {
     try {
       std::vector<ConfigCache::Entry> entries;
       for (const auto& e : doc.at("entries")) {
-        const Key k = key_from(e.at("key"));
+        const Key k = key_from(member(e, "key"));
         std::vector<Measurement> ms;
-        for (const auto& m : e.at("measurements")) {
-          ms.push_back({m.at("config").get<std::string>(),
-                        tunebench::cache::status_from_string(m.at("status").get<std::string>()),
-                        opt_from(m.at("p20_ns")), opt_from(m.at("p50_ns")), opt_from(m.at("p80_ns")),
-                        m.at("error").get<std::string>(), int_from(m.at("measured_at")),
-                        m.at("device_uuid").get<std::string>()});
+        const json& listed = member(e, "measurements");
+        if (!listed.is_array()) throw std::invalid_argument("\"measurements\": expected an array, got " + listed.dump());
+        for (const auto& m : listed) {
+          ms.push_back({text(m, "config"), tunebench::cache::status_from_string(text(m, "status")),
+                        opt_from(member(m, "p20_ns")), opt_from(member(m, "p50_ns")), opt_from(member(m, "p80_ns")),
+                        text(m, "error"), int_from(member(m, "measured_at")), text(m, "device_uuid")});
         }
         std::optional<Best> best;
-        if (!e.at("best").is_null()) {
-          const auto& b = e.at("best");
-          best = Best{b.at("config").get<std::string>(), int_from(b.at("p50_ns")), int_from(b.at("updated_at"))};
+        if (const json& b = member(e, "best"); !b.is_null()) {
+          best = Best{text(b, "config"), int_from(member(b, "p50_ns")), int_from(member(b, "updated_at"))};
         }
         for (const auto& m : ms) {
           for (const auto& t : {m.p20_ns, m.p50_ns, m.p80_ns}) {

@@ -60,7 +60,7 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
   return families;
 }
 
-std::optional<Config> cached_config(const Family& family, const RunContext& context) {
+std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable) {
   if (!context.cache) return std::nullopt;
   const Op& op = *family.op;
   const cache::Key key = cache_key(op, family.shape, context);
@@ -79,8 +79,7 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   };
   if (!config || !(in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) ||
       !op.can_implement(*config, family.shape, context.device)) {
-    std::cerr << "bench: cached config '" << best->config << "' of " << family.name
-              << " is not one this op can run; tuning again\n";
+    if (unusable) *unusable = "cached config '" + best->config + "' of " + family.name + " is not one this op can run";
     return std::nullopt;
   }
   if (context.tune.space == SpaceKind::kExpanded) {
@@ -131,7 +130,9 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   }
   const cache::Key key = cache_key(op, family.shape, context);
   if (!options) {
-    if (auto cached = cached_config(family, context)) return {std::move(*cached), ConfigSource::kCache};
+    std::string unusable;
+    if (auto cached = cached_config(family, context, &unusable)) return {std::move(*cached), ConfigSource::kCache};
+    if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
   }
   std::vector<cache::Measurement> known;
   if (context.cache && !options) known = context.cache->measurements(key);

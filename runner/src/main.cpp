@@ -317,6 +317,11 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   if (!listing) {
     const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
     context->cache = std::make_shared<cache::ConfigCache>(path);
+    // SQLite opens a read-only file for reading; say so once instead of failing key by key.
+    if (opt.shard < 0 && access(path.c_str(), W_OK) != 0) {
+      std::cerr << "bench: config cache " << path.string() << " is read-only: keys it does not answer cannot be "
+                << "tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
+    }
     benchmark::AddCustomContext("tunebench_cache", path.string());
   }
   if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
@@ -409,8 +414,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
     if (isolate) {
-      std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in "
-                << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
+      std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in " << seconds << " s, " << w.tuned << " tuned, " << w.crashed_shards
                 << " child processes failed\n";
       benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
       benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));

@@ -96,13 +96,14 @@ Options parse_options(int* argc, char** argv, const std::filesystem::path& defau
   if (const char* env = std::getenv("TUNEBENCH_TIMING"); env && !timing_given) {
     opt.timing = check_timing(env, "TUNEBENCH_TIMING");
   }
-  if (const char* env = std::getenv("TUNEBENCH_ISOLATE_SWEEP"); env && *env) {
+  if (const char* env = std::getenv("TUNEBENCH_ISOLATE_SWEEP")) {
     const std::string v(env);
     if (v != "auto" && v != "0" && v != "1") {
       throw std::invalid_argument("TUNEBENCH_ISOLATE_SWEEP='" + v + "': expected auto, 0 or 1");
     }
     opt.isolate_sweep = v == "auto" ? -1 : v == "1" ? 1 : 0;
   }
+  hang_timeout_s();  // a bad TUNEBENCH_HANG_TIMEOUT stops bench now, not when a sweep starts
   if (const char* env = std::getenv("TUNEBENCH_COLD_L2"); env && !cold_l2_given) {
     opt.cold_l2 = check_bool(env, "TUNEBENCH_COLD_L2");
   }

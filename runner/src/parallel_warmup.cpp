@@ -24,6 +24,18 @@
 #include <thread>
 
 namespace tunebench {
+
+double hang_timeout_s() {
+  const char* v = std::getenv("TUNEBENCH_HANG_TIMEOUT");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end || !(s > 0) || s > 1e6) {
+    throw std::invalid_argument(std::string("TUNEBENCH_HANG_TIMEOUT='") + v + "': expected seconds, a positive number");
+  }
+  return s;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -50,19 +62,6 @@ struct Child {
   std::chrono::steady_clock::time_point active_at;  // last sign of progress
   bool hung = false;
 };
-
-// Seconds without progress after which a shard counts as hung: TUNEBENCH_HANG_TIMEOUT, default
-// 300 (a sweep step is one config's runs, or the parallel compilation before a key's sweep).
-double hang_timeout_s() {
-  const char* v = std::getenv("TUNEBENCH_HANG_TIMEOUT");
-  if (!v || !*v) return 300;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  if (*end || !(s > 0) || s > 1e6) {
-    throw std::invalid_argument(std::string("TUNEBENCH_HANG_TIMEOUT='") + v + "': expected seconds, a positive number");
-  }
-  return s;
-}
 
 std::string read_small(const std::string& path) {
   std::ifstream in(path);

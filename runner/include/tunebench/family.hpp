@@ -109,10 +109,11 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
 /// The config the cache holds for `family` in this run, if it answers the key: a best config of
 /// the op's own spaces that can_implement accepts and, when context.tune.space is the expanded
 /// space (USE_FLAGTUNE=1), a measurement for every other expanded config that fits (so a best
-/// left by a plain sweep does not answer an exhaustive one). Nothing without a cache. Prints one
-/// line to stderr when the cached best is not a config this op can run. Throws cache::SqliteError
-/// when the cache cannot be read.
-std::optional<Config> cached_config(const Family& family, const RunContext& context);
+/// left by a plain sweep does not answer an exhaustive one). Nothing without a cache. When the
+/// cached best is not a config this op can run, says so in `unusable` (if given). Throws
+/// cache::SqliteError when the cache cannot be read.
+std::optional<Config> cached_config(const Family& family, const RunContext& context,
+                                    std::string* unusable = nullptr);
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.

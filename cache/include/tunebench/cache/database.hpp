@@ -55,9 +55,10 @@ class Database {
 /// (the variable that would have avoided the lookup) when neither is usable.
 std::filesystem::path tunebench_cache_home(const char* override_var);
 
-/// The cache file: $TUNEBENCH_CACHE if set (non-empty), else $XDG_CACHE_HOME/tunebench/
-/// configs.sqlite, else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory
-/// Specification). Throws std::runtime_error when none of these variables is usable.
+/// The cache file: $TUNEBENCH_CACHE if set, else $XDG_CACHE_HOME/tunebench/configs.sqlite,
+/// else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory Specification). Throws
+/// std::invalid_argument when TUNEBENCH_CACHE is set but empty, std::runtime_error when none
+/// of these variables is usable.
 std::filesystem::path default_cache_path();
 
 }  // namespace tunebench::cache
