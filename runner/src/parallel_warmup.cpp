@@ -63,6 +63,34 @@ struct Child {
   bool hung = false;
 };
 
+// Every config the shards will sweep, compiled here once on all cores before they start: N
+// shards compiling the same configs would each spend the whole compile time on 1/N of them.
+// Returns the number of configs handed to the ops.
+std::size_t precompile_for(const std::vector<const Family*>& keys, const RunContext& context) {
+  std::vector<std::pair<const Op*, std::vector<Config>>> work;
+  for (const Family* f : keys) {
+    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == f->op.get(); });
+    if (it == work.end()) it = work.insert(work.end(), {f->op.get(), {}});
+    for (const auto& c : f->op->config_space(context.tune.space)) {
+      if (std::find(it->second.begin(), it->second.end(), c) == it->second.end() &&
+          f->op->can_implement(c, f->shape, context.device)) {
+        it->second.push_back(c);
+      }
+    }
+  }
+  std::size_t total = 0;
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [op, configs] : work) {
+    try {
+      op->precompile(configs, context.device, threads);
+    } catch (const std::exception&) {
+      // A config that does not compile is reported by the sweep that runs it.
+    }
+    total += configs.size();
+  }
+  return total;
+}
+
 std::string read_small(const std::string& path) {
   std::ifstream in(path);
   std::string text;
@@ -240,6 +268,13 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   }
   const fs::path dir = dir_template;
   const auto started = std::chrono::steady_clock::now();
+  if (std::any_of(keys.begin(), keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
+    const std::size_t configs = precompile_for(keys, context);
+    char line[160];
+    std::snprintf(line, sizeof line, "bench: compiled %zu configs for the sweep in %.1f s, before the child processes\n",
+                  configs, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    std::cerr << line;
+  }
 
   struct sigaction act {}, old_int {}, old_term {};
   act.sa_handler = on_signal;
