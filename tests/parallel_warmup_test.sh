@@ -138,7 +138,7 @@ set +e; "$here/../scripts/warmup_scaling.sh" "2 4" >/dev/null 2>&1; rc=$?; set -
 rm -f "$work/int.sqlite"
 set -m
 env TUNEBENCH_CACHE="$work/int.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
-  --benchmark_filter='cpu_.*decode_ep' --benchmark_min_time=0.01 >/dev/null 2>"$work/int.err" &
+  --benchmark_filter='cpu_.*decode_ep' --benchmark_min_time=0.01 --benchmark_out="$work/int.json" >/dev/null 2>"$work/int.err" &
 pid=$!
 set +m
 for _ in $(seq 50); do grep -q 'tunebench-shard: CUDA' "$work/int.err" 2>/dev/null && break; sleep 0.1; done
@@ -147,7 +147,8 @@ kill -INT "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 130 ] || fail "interrupted bench exited $rc, expected 130: $(cat "$work/int.err")"
 sleep 0.5
-! pgrep -f -- "--tunebench_shard=" >/dev/null || fail "a shard outlived the parent: $(pgrep -af -- --tunebench_shard=)"
+# (Shards repeat the parent's arguments, so $work/int.json singles out this run's.)
+! pgrep -f -- "$work/int.json.*--tunebench_shard=" >/dev/null || fail "a shard outlived the parent: $(pgrep -af -- --tunebench_shard=)"
 /usr/bin/python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0]; sys.exit(r != "ok")' \
   "$work/int.sqlite" || fail "cache after SIGINT fails integrity_check"
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
