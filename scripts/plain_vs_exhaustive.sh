@@ -72,11 +72,12 @@ else
 fi
 exh_name=${EXHAUSTIVE_FROM:+$EXHAUSTIVE_FROM/exhaustive.sqlite}
 "${PYTHON:-python3}" - "$work/plain.sqlite" "$work/exhaustive.sqlite" "$plain_ms" "$plain_rerun_ms" "$exh_ms" "$exh_rerun_ms" \
-  "${exh_name:-the cache of the exhaustive run}" <<'PY'
+  "${exh_name:-the cache of the exhaustive run}" "${EXHAUSTIVE_FROM:+1}" <<'PY'
 import sqlite3, sys
 plain_db, exh_db = sys.argv[1], sys.argv[2]
 plain_ms, plain_rerun_ms, exh_ms, exh_rerun_ms = map(int, sys.argv[3:7])
 exh_name = sys.argv[7]
+reused = sys.argv[8] == "1"
 key = "op, tuning_key, device_name, timing_mode"
 def rows(db, sql, name=None):
     try:
@@ -104,6 +105,15 @@ if missing:
           f"{exh_name} (first: {missing[0][0]} {missing[0][1]}): the exhaustive search must cover the selected "
           "benchmarks", file=sys.stderr)
     sys.exit(2)
+if reused:
+    # The kept search's time is compared with this plain sweep's: it must be of the same keys.
+    plain_keys = {r[:4] for r in rows(plain_db, f"SELECT {key} FROM best")}
+    extra = sorted({r[:4] for r in rows(exh_db, f"SELECT {key} FROM measurements", exh_name)} - plain_keys)
+    if extra:
+        print(f"plain_vs_exhaustive: {exh_name} also holds {len(extra)} keys the selected benchmarks do not have "
+              f"(first: {extra[0][0]} {extra[0][1]}): its sweep time is not comparable; select the same benchmarks",
+              file=sys.stderr)
+        sys.exit(2)
 plain_sweep = (plain_ms - plain_rerun_ms) / 1e3
 exh_sweep = (exh_ms - exh_rerun_ms) / 1e3
 ratio = (f"{plain_sweep / exh_sweep:.3f}" if exh_sweep > 0 and plain_sweep > 0
@@ -111,7 +121,7 @@ ratio = (f"{plain_sweep / exh_sweep:.3f}" if exh_sweep > 0 and plain_sweep > 0
 print(f"sweep time: plain {plain_sweep:.1f} s, exhaustive {exh_sweep:.1f} s "
       f"(ratio {ratio}; runs {plain_ms / 1e3:.1f}/{exh_ms / 1e3:.1f} s, reruns "
       f"{plain_rerun_ms / 1e3:.1f}/{exh_rerun_ms / 1e3:.1f} s)")
-print(f"{'op':<14} {'tuning key':<28} {'configs':>7} {'plain winner':<60} {'gap %':>7}  exhaustive winner")
+print(f"{'op':<14} {'tuning key':<28} {'configs':>7} {'plain winner':<60} {'gap %':>7}  fastest expanded config (p50)")
 within = total = 0
 for k in sorted(plain_best):
     times = exh[k]

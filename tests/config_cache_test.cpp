@@ -237,7 +237,7 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   ASSERT_TRUE(cache.best(key()));
   EXPECT_EQ(cache.best(key())->config, "B=2");
   EXPECT_EQ(cache.measurements(key()).size(), 2u);
-  std::ofstream(dir_ / "bad.json") << "{\"entries\": [{\"key\": 3}]}";
+  std::ofstream(dir_ / "bad.json") << "{\"tunebench_cache_schema\": 1, \"entries\": [{\"key\": 3}]}";
   EXPECT_EQ(run("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("entries[0]: expected an object holding \"op\", got 3"), std::string::npos) << out;
   std::ifstream exported(dir_ / "export.json");
@@ -249,14 +249,37 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(run("import '" + (dir_ / "negative.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("negative"), std::string::npos) << out;
   // Wrong types and empty key fields are named, without the JSON library's wording.
-  std::ofstream(dir_ / "types.json") << R"({"entries": [{"key": {"op": 3}}]})";
+  std::ofstream(dir_ / "types.json") << R"({"tunebench_cache_schema": 1, "entries": [{"key": {"op": 3}}]})";
   EXPECT_EQ(run("import '" + (dir_ / "types.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("entries[0]: \"op\": expected a string, got 3"), std::string::npos) << out;
   std::ofstream(dir_ / "empty_op.json")
-      << R"({"entries": [{"key": {"op": "", "kernel_version": "v", "tuning_key": "M=1", "device_name": "d",
+      << R"({"tunebench_cache_schema": 1, "entries": [{"key": {"op": "", "kernel_version": "v", "tuning_key": "M=1", "device_name": "d",
             "device_cc": "9.0", "toolkit": "t", "timing_mode": "kernel"}, "measurements": [], "best": null}]})";
   EXPECT_EQ(run("import '" + (dir_ / "empty_op.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"op\": expected a non-empty string"), std::string::npos) << out;
+  // Merging keeps what the cache learnt later: an export whose best is older changes no best.
+  {
+    std::ifstream f(dir_ / "export.json");
+    std::string old((std::istreambuf_iterator<char>(f)), {});
+    for (std::size_t u = 0; (u = old.find("\"updated_at\": ", u)) != std::string::npos;) {
+      const auto end = old.find_first_of(",\n}", u + 14);
+      old.replace(u + 14, end - (u + 14), "1");
+      u += 15;
+    }
+    const auto cfg = old.find("\"config\": \"B=2\"");  // the first best is key()'s
+    ASSERT_NE(cfg, std::string::npos);
+    old.replace(cfg, 15, "\"config\": \"B=1\"");
+    std::ofstream(dir_ / "old.json") << old;
+  }
+  EXPECT_EQ(run("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
+  EXPECT_NE(out.find("best configs)"), std::string::npos) << out;
+  {
+    ConfigCache merged(file_);
+    EXPECT_EQ(merged.best(key())->config, "B=2");
+  }
+  std::ofstream(dir_ / "noschema.json") << R"({"entries": []})";
+  EXPECT_EQ(run("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
   EXPECT_EQ(run("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
   const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() + "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(missing.c_str())), 2);

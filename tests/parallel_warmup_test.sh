@@ -165,8 +165,9 @@ done
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/dup.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "lists '6' twice" "$work/dup.err" || fail "a repeated device token was accepted: $(cat "$work/dup.err")"
-set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+set +e; env TUNEBENCH_CACHE="$work/n.sqlite" TUNEBENCH_RUNS="$work/n-runs" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/n.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"
 ! grep -q 'tunebench-shard' "$work/n.err" || fail "a shard started although N > tokens"
+[ -z "$(ls -A "$work/n-runs" 2>/dev/null)" ] || fail "a refused run left a run directory: $(ls -R "$work/n-runs")"
 echo "parallel_warmup: all checks passed"

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,14 +91,19 @@ Key key_from(const json& j) {
           text(j, "device_cc"), text(j, "toolkit"),        text(j, "timing_mode")};
 }
 
-std::int64_t int_from(const json& j) {
-  if (!j.is_number_integer()) throw std::invalid_argument("expected an integer, got " + j.dump());
-  return j.get<std::int64_t>();
+std::int64_t integer(const json& j, const std::string& name) {
+  const json& v = member(j, name);
+  if (!v.is_number_integer()) throw std::invalid_argument("\"" + name + "\": expected an integer, got " + v.dump());
+  return v.get<std::int64_t>();
 }
 
-std::optional<std::int64_t> opt_from(const json& j) {
-  if (j.is_null()) return std::nullopt;
-  return int_from(j);
+std::optional<std::int64_t> optional_integer(const json& j, const std::string& name) {
+  if (member(j, name).is_null()) return std::nullopt;
+  return integer(j, name);
+}
+
+std::string key_text(const Key& k) {
+  return k.op + " " + k.tuning_key + " [" + k.device_name + " " + k.device_cc + ", " + k.toolkit + ", " + k.timing_mode + "]";
 }
 
 int run(std::vector<std::string> args) {
@@ -225,6 +231,7 @@ int run(std::vector<std::string> args) {
     }
     json doc;
     int imported = 0;
+    std::size_t kept_measurements = 0, kept_bests = 0;  // the cache's, newer than the file's
     std::size_t index = 0;
     try {
       doc = json::parse(in);
@@ -237,8 +244,16 @@ int run(std::vector<std::string> args) {
                 << ": not a tunebench-cache export (expected an object with an \"entries\" array)\n";
       return 2;
     }
+    if (!doc.contains("tunebench_cache_schema") || !doc["tunebench_cache_schema"].is_number_integer() ||
+        doc["tunebench_cache_schema"].get<std::int64_t>() < 1 ||
+        doc["tunebench_cache_schema"].get<std::int64_t>() > ConfigCache::kSchemaVersion) {
+      std::cerr << "tunebench-cache: " << args[1] << ": \"tunebench_cache_schema\": expected an integer from 1 to "
+                << ConfigCache::kSchemaVersion << " (a file written by tunebench-cache export)\n";
+      return 2;
+    }
     try {
       std::vector<ConfigCache::Entry> entries;
+      std::set<std::string> keys_seen;
       for (const auto& e : doc.at("entries")) {
         const Key k = key_from(member(e, "key"));
         std::vector<Measurement> ms;
@@ -246,19 +261,38 @@ int run(std::vector<std::string> args) {
         if (!listed.is_array()) throw std::invalid_argument("\"measurements\": expected an array, got " + listed.dump());
         for (const auto& m : listed) {
           ms.push_back({text(m, "config"), tunebench::cache::status_from_string(text(m, "status")),
-                        opt_from(member(m, "p20_ns")), opt_from(member(m, "p50_ns")), opt_from(member(m, "p80_ns")),
-                        text(m, "error"), int_from(member(m, "measured_at")), text(m, "device_uuid")});
+                        optional_integer(m, "p20_ns"), optional_integer(m, "p50_ns"), optional_integer(m, "p80_ns"),
+                        text(m, "error"), integer(m, "measured_at"), text(m, "device_uuid")});
         }
         std::optional<Best> best;
         if (const json& b = member(e, "best"); !b.is_null()) {
-          best = Best{text(b, "config"), int_from(member(b, "p50_ns")), int_from(member(b, "updated_at"))};
+          best = Best{text(b, "config"), integer(b, "p50_ns"), integer(b, "updated_at")};
         }
+        if (!keys_seen.insert(key_text(k)).second) throw std::invalid_argument("key " + key_text(k) + " is listed twice");
         for (const auto& m : ms) {
           for (const auto& t : {m.p20_ns, m.p50_ns, m.p80_ns}) {
             if (t && *t < 0) throw std::invalid_argument("negative time for config '" + m.config + "'");
           }
+          if ((m.p20_ns && m.p50_ns && *m.p20_ns > *m.p50_ns) || (m.p50_ns && m.p80_ns && *m.p50_ns > *m.p80_ns)) {
+            throw std::invalid_argument("config '" + m.config + "': expected p20_ns <= p50_ns <= p80_ns");
+          }
         }
         if (best && best->p50_ns < 0) throw std::invalid_argument("negative p50_ns of the best config");
+        // Merging: what the cache learnt later wins. An imported measurement replaces the
+        // cache's of the same config only if it is newer, and an imported best only a best
+        // updated earlier, so importing an old export cannot undo a later tuning.
+        const auto listed_count = ms.size();
+        ms.erase(std::remove_if(ms.begin(), ms.end(),
+                                [&](const Measurement& m) {
+                                  const auto have = cache.measurement(k, m.config);
+                                  return have && have->measured_at > m.measured_at;
+                                }),
+                 ms.end());
+        kept_measurements += listed_count - ms.size();
+        if (const auto have = cache.best(k); best && have && have->updated_at > best->updated_at) {
+          best.reset();
+          ++kept_bests;
+        }
         entries.push_back({k, ms, best});
         ++index;
       }
@@ -277,7 +311,11 @@ int run(std::vector<std::string> args) {
       std::cerr << "tunebench-cache: " << args[1] << ": entries[" << index << "]: " << e.what() << "\n";
       return 2;
     }
-    std::cout << "imported " << imported << " keys\n";
+    std::cout << "imported " << imported << " keys";
+    if (kept_measurements + kept_bests > 0) {
+      std::cout << " (kept the cache's newer " << kept_measurements << " measurements and " << kept_bests << " best configs)";
+    }
+    std::cout << "\n";
     return 0;
   }
   std::cerr << kUsage << "\n";

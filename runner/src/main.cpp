@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <ctime>
 #include <unistd.h>
 #include <thread>
@@ -238,12 +239,23 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   args.push_back(nullptr);
   argc = static_cast<int>(args.size()) - 1;
   argv = args.data();
-  // A run that stops on bad input leaves no empty run directory behind.
+  // A run that stops on bad input leaves no run directory behind: none that is empty, and none
+  // that holds only the manifest of a run that an error ended before it measured anything.
   struct RemoveIfEmpty {
     const std::filesystem::path& dir;
     ~RemoveIfEmpty() {
       std::error_code ec;
-      if (!dir.empty() && std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+      if (dir.empty()) return;
+      if (std::uncaught_exceptions() > 0) {
+        std::size_t entries = 0;
+        bool manifest_only = true;
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+          ++entries;
+          manifest_only &= e.path().filename() == "manifest.json";
+        }
+        if (!ec && entries == 1 && manifest_only) std::filesystem::remove(dir / "manifest.json", ec);
+      }
+      if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
     }
   } remove_if_empty{run_dir};
   std::string out_flag;

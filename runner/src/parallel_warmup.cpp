@@ -27,11 +27,16 @@ namespace tunebench {
 
 double hang_timeout_s() {
   const char* v = std::getenv("TUNEBENCH_HANG_TIMEOUT");
-  if (!v || !*v) return 300;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  if (*end || !(s > 0) || s > 1e6) {
-    throw std::invalid_argument(std::string("TUNEBENCH_HANG_TIMEOUT='") + v + "': expected seconds, a positive number");
+  if (!v) return 300;
+  // Plain decimal seconds only (no sign, blanks, hex or exponent), from 1 s to 1e6 s.
+  const std::string text(v);
+  const bool decimal = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
+                       std::isdigit(static_cast<unsigned char>(text.back())) &&
+                       text.find_first_not_of("0123456789.") == std::string::npos &&
+                       std::count(text.begin(), text.end(), '.') <= 1;
+  const double s = decimal ? std::strtod(v, nullptr) : 0;
+  if (!decimal || s < 1 || s > 1e6) {
+    throw std::invalid_argument("TUNEBENCH_HANG_TIMEOUT='" + text + "': expected seconds, a number from 1 to 1000000");
   }
   return s;
 }

@@ -16,8 +16,8 @@ int warmup_gpus_from_env();
 
 /// Seconds without progress after which a sweep's child process counts as hung and is killed:
 /// TUNEBENCH_HANG_TIMEOUT, default 300 (a step is one config's runs, or the parallel compilation
-/// before a key's sweep). Throws std::invalid_argument unless the value is a number of seconds
-/// in (0, 1e6].
+/// before a key's sweep). Throws std::invalid_argument unless the value is plain decimal
+/// seconds from 1 to 1e6.
 double hang_timeout_s();
 
 /// The caller's CUDA_VISIBLE_DEVICES entries, as opaque tokens (integers, GPU-UUIDs, MIG ids
