@@ -70,17 +70,16 @@ struct Child {
 
 // Every config the shards will sweep, compiled here once on all cores before they start: N
 // shards compiling the same configs would each spend the whole compile time on 1/N of them.
-// Returns the number of configs handed to the ops.
-std::size_t precompile_for(const std::vector<const Family*>& keys, const RunContext& context) {
+// `fitting[k]` holds the configs key k sweeps. Returns the number of configs handed to the ops.
+std::size_t precompile_for(const std::vector<const Family*>& keys, const std::vector<std::vector<Config>>& fitting,
+                           const RunContext& context) {
   std::vector<std::pair<const Op*, std::vector<Config>>> work;
-  for (const Family* f : keys) {
-    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == f->op.get(); });
-    if (it == work.end()) it = work.insert(work.end(), {f->op.get(), {}});
-    for (const auto& c : f->op->config_space(context.tune.space)) {
-      if (std::find(it->second.begin(), it->second.end(), c) == it->second.end() &&
-          f->op->can_implement(c, f->shape, context.device)) {
-        it->second.push_back(c);
-      }
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const Op* op = keys[k]->op.get();
+    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == op; });
+    if (it == work.end()) it = work.insert(work.end(), {op, {}});
+    for (const auto& c : fitting[k]) {
+      if (std::find(it->second.begin(), it->second.end(), c) == it->second.end()) it->second.push_back(c);
     }
   }
   std::size_t total = 0;
@@ -257,13 +256,16 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   if (keys.empty()) return report;
 
   std::vector<double> costs;
+  std::vector<std::vector<Config>> fitting;  // per key: the configs its sweep runs
   for (const Family* f : keys) {
-    int configs = 0;
-    for (const auto& c : f->op->config_space(context.tune.space)) configs += f->op->can_implement(c, f->shape, context.device);
+    auto& fits = fitting.emplace_back();
+    for (const auto& c : f->op->config_space(context.tune.space)) {
+      if (f->op->can_implement(c, f->shape, context.device)) fits.push_back(c);
+    }
     // Effective rates, not peaks: what the ops reach in a sweep (GPU), or a host core (CPU op).
     const bool gpu = f->op->needs_gpu();
-    costs.push_back(sweep_cost_s(f->op->flops(f->shape), f->op->bytes(f->shape), configs, context.tune,
-                                 gpu ? 200e12 : 2e10, gpu ? 2e12 : 1e10));
+    costs.push_back(sweep_cost_s(f->op->flops(f->shape), f->op->bytes(f->shape), static_cast<int>(fits.size()),
+                                 context.tune, gpu ? 200e12 : 2e10, gpu ? 2e12 : 1e10));
   }
   const ShardPlan plan = plan_shards(costs, n, trust_share);
 
@@ -274,7 +276,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   const fs::path dir = dir_template;
   const auto started = std::chrono::steady_clock::now();
   if (std::any_of(keys.begin(), keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
-    const std::size_t configs = precompile_for(keys, context);
+    const std::size_t configs = precompile_for(keys, fitting, context);
     char line[160];
     std::snprintf(line, sizeof line, "bench: compiled %zu configs for the sweep in %.1f s, before the child processes\n",
                   configs, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
