@@ -234,6 +234,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"WARPS_K", {1, 2}}, {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1, 2, 4}}});
     add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
          {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
+    // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
+    // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
+    add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
+         {"STAGES", {3, 4, 6, 8}}, {"SPLIT_K", {1, 2, 4}}});
+    add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+         {"STAGES", {8}}, {"SPLIT_K", {1, 2, 4}}});
     return out;
   }
   // The default space (54 configs) is what an exhaustive search of the expanded space chose on
