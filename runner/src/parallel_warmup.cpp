@@ -499,7 +499,9 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     return 2;
   }
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << (visible ? visible : "(unset)") << "\n";
+  // The card's own UUID beside the token, so a run shows which physical GPU each shard swept on.
+  std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << (visible ? visible : "(unset)")
+            << (context.gpu_available && !context.device.uuid.empty() ? " (" + context.device.uuid + ")" : "") << "\n";
   // Fault injection for tests (TUNEBENCH_FAULT_INJECT): "abort-shard=I" makes shard I die after
   // its first key; "disagree-shard=I" makes shard I report as winner a config of the expanded
   // space outside the swept one, which no honest sweep of the other shard can pick.
