@@ -3,7 +3,8 @@
 #   scripts/warmup_scaling.sh "1 2 4" [bench arguments...]
 # For each N: a fresh config cache and PARALLEL_WARMUP_GPUS=N (N=1: the isolated sweep, one
 # child process, so every N pays the same start-up); the sweep's seconds and disagreement count
-# come from the run's JSON context. Then the serial measurement check: the configs of the N=1
+# come from the run's JSON context; under the table, each run's compile and per-shard lines (keys,
+# seconds tuning, seconds alive) show where its sweep time went. Then the serial measurement check: the configs of the N=1
 # run replayed with PARALLEL_WARMUP_GPUS set to the largest N, compared by compare.py with the
 # N=1 run's own results (same configs, so only the measurement can differ).
 # Shards take the entries of CUDA_VISIBLE_DEVICES in order (unset: every device).
@@ -13,7 +14,7 @@
 # folder, removed at the end).
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]]; then
@@ -88,6 +89,10 @@ for n, d in zip(counts, dirs):
     speed = f"{base / sweep:.2f}" if sweep > 0 else "-"
     print(f"{n:>3} {keys:>5} {sweep:>9.1f} {speed:>8} {n:>6} {dis:>13}  {d}")
 PY
+for n in "${counts[@]}"; do  # where each run's sweep time went: compilation, and each shard's keys
+  grep -hE '^bench: (compiled [0-9]+ configs|parallel warmup shard [0-9]+:|isolated sweep:)' "$work/n$n.err" \
+    | sed "s/^bench: /  N=$n: /" || true
+done
 echo "Serial measurement: N=1 run (A) against its configs replayed with PARALLEL_WARMUP_GPUS=$max (B):"
 verdict=$("$here/scripts/compare_results.sh" "${dirs[0]}/results.json" "$replay/results.json") || exit 1
 grep -E 'OVERALL_GEOMEAN|pvalue' <<<"$verdict" || true

@@ -131,6 +131,7 @@ OUT="$work/scaling" CUDA_VISIBLE_DEVICES=6,7 BENCH="$bench" "$here/../scripts/wa
 grep -Eq '^ +1 +4 +[0-9.]+ +1\.00 ' "$work/scaling.txt" || fail "no N=1 row: $(cat "$work/scaling.txt")"
 grep -Eq '^ +2 +4 +[0-9.]+ +[0-9.]+ +2 +[0-9]+ ' "$work/scaling.txt" || fail "no N=2 row: $(cat "$work/scaling.txt")"
 grep -q 'OVERALL_GEOMEAN' "$work/scaling.txt" || fail "no compare.py verdict: $(cat "$work/scaling.txt")"
+grep -Eq '^  N=2: parallel warmup shard 1: [0-9]+ keys' "$work/scaling.txt" || fail "no shard lines: $(cat "$work/scaling.txt")"
 set +e; "$here/../scripts/warmup_scaling.sh" "2 4" >/dev/null 2>&1; rc=$?; set -e
 [ "$rc" -eq 2 ] || fail "warmup_scaling.sh accepted counts not starting at 1"
 
