@@ -14,7 +14,7 @@
 # folder, removed at the end).
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]]; then
