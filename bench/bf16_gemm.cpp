@@ -9,57 +9,13 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cublaslt_gemm.hpp"
 #include "gemm_cost.hpp"
 #include "inputs.hpp"
 #include "mxfp4.hpp"
 
 namespace tunebench::bench {
 namespace {
-
-void lt_check(cublasStatus_t status, const char* call) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("bf16_gemm: ") + call + ": " + cublasLtGetStatusName(status));
-}
-
-#define BF16_LT_CHECK(call) lt_check((call), #call)
-
-// Deleters run in destructors, so a failure is reported, never thrown.
-void lt_report(cublasStatus_t status, const char* call) noexcept {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    std::cerr << "tunebench: bf16_gemm: " << call << ": " << cublasLtGetStatusName(status) << "\n";
-  }
-}
-
-struct HandleDeleter {
-  void operator()(cublasLtHandle_t h) const noexcept { lt_report(cublasLtDestroy(h), "cublasLtDestroy"); }
-};
-struct DescDeleter {
-  void operator()(cublasLtMatmulDesc_t d) const noexcept {
-    lt_report(cublasLtMatmulDescDestroy(d), "cublasLtMatmulDescDestroy");
-  }
-};
-struct LayoutDeleter {
-  void operator()(cublasLtMatrixLayout_t l) const noexcept {
-    lt_report(cublasLtMatrixLayoutDestroy(l), "cublasLtMatrixLayoutDestroy");
-  }
-};
-struct PreferenceDeleter {
-  void operator()(cublasLtMatmulPreference_t p) const noexcept {
-    lt_report(cublasLtMatmulPreferenceDestroy(p), "cublasLtMatmulPreferenceDestroy");
-  }
-};
-
-using Handle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, HandleDeleter>;
-using Desc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, DescDeleter>;
-using Layout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
-using Preference =
-    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
-
-Layout make_layout(std::uint64_t rows, std::uint64_t cols, std::int64_t ld) {
-  cublasLtMatrixLayout_t l = nullptr;
-  BF16_LT_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, rows, cols, ld));
-  return Layout(l);
-}
 
 // cuBLASLt's heuristic assumes 256-byte aligned operands unless told otherwise, so every copy of
 // W starts on such a boundary.
@@ -68,15 +24,12 @@ constexpr std::size_t kCopyAlign = 256;
 struct Bf16Workload final : Workload {
   std::int64_t m = 0, n = 0, k = 0;
   std::vector<std::uint16_t> x, w;  // host BF16 bits, kept for check()'s reference
-  DeviceBuffer x_dev, w_dev, y_dev, workspace;
+  DeviceBuffer x_dev, w_dev, y_dev;
   std::size_t w_stride = 0;  // bytes from one copy of W to the next
   std::size_t copies = 1;
   std::size_t calls = 0;
   std::size_t variants() const override { return copies; }
-  Handle handle;
-  Desc desc;
-  Layout a_layout, b_layout, d_layout;
-  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  std::unique_ptr<CublasLtGemm> lt;
 };
 
 }  // namespace
@@ -128,46 +81,7 @@ std::unique_ptr<Workload> Bf16GemmOp::prepare(const Shape& shape, std::uint64_t 
   }
   work->y_dev = DeviceBuffer(static_cast<std::size_t>(m * n) * sizeof(std::uint16_t));
 
-  cublasLtHandle_t handle = nullptr;
-  BF16_LT_CHECK(cublasLtCreate(&handle));
-  work->handle.reset(handle);
-  cublasLtMatmulDesc_t desc = nullptr;
-  BF16_LT_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  work->desc.reset(desc);
-  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  BF16_LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
-  BF16_LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
-  // Row-major W[N,K], X[M,K] and Y[M,N] are column-major K x N, K x M and N x M.
-  const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n),
-             uk = static_cast<std::uint64_t>(k);
-  work->a_layout = make_layout(uk, un, k);
-  work->b_layout = make_layout(uk, um, k);
-  work->d_layout = make_layout(un, um, n);
-
-  cublasLtMatmulPreference_t pref_raw = nullptr;
-  BF16_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
-  const Preference pref(pref_raw);
-  const std::size_t max_ws = kMaxWorkspaceBytes;
-  BF16_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                     &max_ws, sizeof max_ws));
-  std::vector<cublasLtMatmulHeuristicResult_t> results(kRequestedAlgos);
-  int returned = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      handle, desc, work->a_layout.get(), work->b_layout.get(), work->d_layout.get(),
-      work->d_layout.get(), pref_raw, kRequestedAlgos, results.data(), &returned);
-  // NOT_SUPPORTED means no algorithm fits: every ALGO then fails in run() with the count 0,
-  // which says more than failing the whole benchmark here.
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
-    lt_check(st, "cublasLtMatmulAlgoGetHeuristic");
-    std::size_t ws = 0;
-    for (int i = 0; i < returned; ++i) {
-      const auto& r = results[static_cast<std::size_t>(i)];
-      if (r.state != CUBLAS_STATUS_SUCCESS) continue;
-      work->algos.push_back(r);
-      ws = std::max(ws, r.workspaceSize);
-    }
-    work->workspace = DeviceBuffer(ws);
-  }
+  work->lt = std::make_unique<CublasLtGemm>(m, n, k, "bf16_gemm");
   // run() enqueues on non-blocking streams, which do not wait for the legacy stream the copies
   // above went to.
   TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -175,26 +89,15 @@ std::unique_ptr<Workload> Bf16GemmOp::prepare(const Shape& shape, std::uint64_t 
 }
 
 int Bf16GemmOp::offered_algos(const Workload& work) const {
-  return static_cast<int>(dynamic_cast<const Bf16Workload&>(work).algos.size());
+  return dynamic_cast<const Bf16Workload&>(work).lt->algos();
 }
 
 void Bf16GemmOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<Bf16Workload&>(work);
   const std::int64_t algo = config.get("ALGO");
-  if (algo < 0 || algo >= static_cast<std::int64_t>(w.algos.size())) {
-    throw std::runtime_error("bf16_gemm: ALGO=" + std::to_string(algo) + " but cuBLASLt offered " +
-                             std::to_string(w.algos.size()) + " algorithms for M=" +
-                             std::to_string(w.m) + " N=" + std::to_string(w.n) +
-                             " K=" + std::to_string(w.k));
-  }
   const void* weights = w.w_dev.as<const char>() + (w.calls % w.copies) * w.w_stride;
   ++w.calls;
-  const float alpha = 1.0f, beta = 0.0f;
-  BF16_LT_CHECK(cublasLtMatmul(w.handle.get(), w.desc.get(), &alpha, weights, w.a_layout.get(),
-                               w.x_dev.get(), w.b_layout.get(), &beta, w.y_dev.get(),
-                               w.d_layout.get(), w.y_dev.get(), w.d_layout.get(),
-                               &w.algos[static_cast<std::size_t>(algo)].algo, w.workspace.get(),
-                               w.workspace.bytes(), stream));
+  w.lt->run(algo, weights, w.x_dev.get(), w.y_dev.get(), stream);
 }
 
 CheckResult Bf16GemmOp::check(Workload& work, const Config& config, cudaStream_t stream) const {

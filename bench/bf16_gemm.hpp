@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cublaslt_gemm.hpp"
 #include "tunebench/op.hpp"
 
 namespace tunebench::bench {
@@ -40,9 +41,9 @@ namespace tunebench::bench {
 class Bf16GemmOp final : public Op {
  public:
   /// Algorithms requested from the cuBLASLt heuristic: the size of the ALGO axis.
-  static constexpr int kRequestedAlgos = 8;
+  static constexpr int kRequestedAlgos = CublasLtGemm::kRequestedAlgos;
   /// Largest workspace the heuristic may pick an algorithm for, in bytes (32 MiB).
-  static constexpr std::size_t kMaxWorkspaceBytes = std::size_t{32} << 20;
+  static constexpr std::size_t kMaxWorkspaceBytes = CublasLtGemm::kMaxWorkspaceBytes;
   /// Output rows check() compares with the float64 host reference, at most.
   static constexpr std::int64_t kCheckRows = 64;
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "cpu_mxfp4_gemm.hpp"
+#include "cublaslt_gemm.hpp"
 #include "gemm_cost.hpp"
 #include "inputs.hpp"
 
@@ -182,6 +183,8 @@ float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool f
   return mxfp4::bf16_to_float(bf16_mul(bf16_mul(raw, 0x7E80), scale_bf16(s)));
 }
 
+bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16"); }
+
 bool foldscale_from_env() {
   const char* v = std::getenv("FLAGGEMS_MXFP4_FOLDSCALE");
   if (!v || std::strcmp(v, "0") == 0) return false;
@@ -195,6 +198,11 @@ CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config&
   req.source = mxfp4_kernel_source();
   req.source_name = "mxfp4_gemm.cuh";
   req.arch = arch;
+  if (is_dequant_config(config)) {
+    // One kernel for every ALGO: cuBLASLt's algorithm is chosen at run time.
+    req.options = {"-std=c++17", "-DDEQUANT_ONLY=1", "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
+    return compiler.compile(req);
+  }
   req.options = {"-std=c++17", "-DMOE=" + std::to_string(moe ? 1 : 0),
                  "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
   for (const auto& [name, value] : config.params()) {
@@ -223,6 +231,15 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
+  // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
+  // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
+  // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm.
+  const auto add_dequant = [&] {
+    if (routed()) return;
+    add({{"DEQUANT_BF16", {1}},
+         {"ALGO", kind == SpaceKind::kExpanded ? std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}
+                                               : std::vector<std::int64_t>{0, 1, 2, 3}}});
+  };
   if (kind == SpaceKind::kExpanded) {
     // A superset of the default space (hundreds of configs): the same families of tiles with
     // more values on every axis, so an exhaustive search can only find the same or better.
@@ -240,6 +257,7 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {3, 4, 6, 8}}, {"SPLIT_K", {1, 2, 4}}});
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
          {"STAGES", {8}}, {"SPLIT_K", {1, 2, 4}}});
+    add_dequant();
     return out;
   }
   // The default space (54 configs) is what an exhaustive search of the expanded space chose on
@@ -268,10 +286,15 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
   add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
        {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+  add_dequant();
   return out;
 }
 
 bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
+  if (is_dequant_config(config)) {
+    return !routed() && config.get("DEQUANT_BF16") == 1 && config.get("ALGO") >= 0 &&
+           shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
+  }
   const Tiles t(config);
   if (t.block_m % 8 || t.warps < 1 || t.warps_k < 1 || t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) ||
       t.block_k % (32 * t.warps_k) || t.stages < 2 || t.split_k < 1) {
@@ -331,6 +354,10 @@ const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
     throw std::runtime_error("compile_failed: " + compiled.log.substr(0, nl));
   }
   auto k = std::make_unique<Kernels>(Kernels{KernelLibrary(compiled.cubin), nullptr, nullptr, 0});
+  if (is_dequant_config(config)) {
+    k->gemm = k->library.kernel("mxfp4_dequant_bf16");
+    return *(loaded_[key] = std::move(k));
+  }
   k->gemm = k->library.kernel("mxfp4_gemm");
   k->finish = k->library.kernel("mxfp4_splitk_finish");
   k->smem = static_cast<int>(Tiles(config).smem_bytes());
@@ -370,6 +397,8 @@ struct DenseWorkload final : Workload {
   std::vector<std::uint16_t> x_host;
   std::vector<DeviceWeights> copies;
   DeviceBuffer x, y, yacc;
+  DeviceBuffer w_bf16;                // the dequantize-then-GEMM path's W, made on first use
+  std::unique_ptr<CublasLtGemm> lt;   // its cuBLASLt state, likewise
   std::size_t calls = 0;
   std::size_t variants() const override { return copies.size(); }
   std::vector<float> ref;  // computed on the first check
@@ -406,10 +435,32 @@ std::unique_ptr<Workload> Mxfp4GemmOp::prepare(const Shape& shape, std::uint64_t
 void Mxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<DenseWorkload&>(work);
   const auto& weights = w.copies[w.calls++ % w.copies.size()];
+  if (is_dequant_config(config)) {
+    run_dequant(w, weights.codes.get(), weights.scales.get(), config, stream);
+    return;
+  }
   const Tiles t(config);
   launch(config, w.x.get(), weights.codes.get(), weights.scales.get(), w.y.get(), w.yacc.as<float>(),
          static_cast<int>(w.shape.m), static_cast<int>(w.shape.n), static_cast<int>(w.shape.k),
          ceil_div(w.shape.m, t.block_m), nullptr, nullptr, nullptr, stream);
+}
+
+void Mxfp4GemmOp::run_dequant(Workload& work, const void* wq, const void* ws, const Config& config,
+                              cudaStream_t stream) const {
+  auto& w = dynamic_cast<DenseWorkload&>(work);
+  if (!w.lt) {
+    w.w_bf16 = DeviceBuffer(static_cast<std::size_t>(w.shape.n * w.shape.k) * 2);
+    w.lt = std::make_unique<CublasLtGemm>(w.shape.m, w.shape.n, w.shape.k, name());
+  }
+  const Kernels& kern = kernels(config);
+  void* wb = w.w_bf16.get();
+  int n = static_cast<int>(w.shape.n), k = static_cast<int>(w.shape.k);
+  void* args[] = {&wq, &ws, &wb, &n, &k};
+  const long long chunks = static_cast<long long>(n) * (k / 8);
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + 255) / 256, 132 * 32));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), dim3(blocks), dim3(256), args, 0,
+                                        stream));
+  w.lt->run(config.get("ALGO"), wb, w.x.get(), w.y.get(), stream);
 }
 
 CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_t stream) const {

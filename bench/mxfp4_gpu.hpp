@@ -45,8 +45,13 @@ float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool f
 /// The embedded kernel source (bench/kernels/mxfp4_gemm.cuh).
 const std::string& mxfp4_kernel_source();
 
+/// Whether `config` belongs to mxfp4_gemm's dequantize-then-cuBLASLt family (it has the
+/// parameter DEQUANT_BF16) rather than to the tile configs of the fused kernel.
+bool is_dequant_config(const Config& config);
+
 /// Compiles the kernel for `config` (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K), dense
-/// or grouped, with FOLDSCALE on or off, for `arch` (e.g. "sm_90"). Never throws for a config
+/// or grouped, with FOLDSCALE on or off, for `arch` (e.g. "sm_90"); for a dequantize config,
+/// the dequantization kernel (one for every ALGO; `moe` is ignored). Never throws for a config
 /// that fails to compile: the result carries ok == false and the log.
 CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
                                    bool foldscale, const std::string& arch);
@@ -72,16 +77,26 @@ class Mxfp4GpuOp : public Op {
   bool needs_gpu() const override { return true; }
   /// A hash of bench/kernels/mxfp4_gemm.cuh (FOLDSCALE is not part of it).
   std::string kernel_version() const override;
-  /// Parameters: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps splitting K within a block),
-  /// STAGES, SPLIT_K (blocks splitting K). Default (54 configs, chosen by exhaustive search on
-  /// the decode sets, see the .cpp and docs/cache-and-autotuner.md): decode tiles (BLOCK_M
-  /// 8/16, BLOCK_N 16..64), late-decode tiles (BLOCK_M 32/64, 8 warps) and prefill tiles
-  /// (BLOCK_M 32..128). Expanded (832 configs, 661 of them usable on the shipped shapes):
-  /// a superset with more values on every axis.
+  /// Smallest M the dequantize-then-cuBLASLt configs run at: below it the GEMM is bound by the
+  /// weights' bytes, and writing and rereading W as BF16 (4 bytes per weight against 0.53)
+  /// cannot pay off.
+  static constexpr std::int64_t kDequantMinRows = 128;
+
+  /// Tile configs of the fused kernel: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps
+  /// splitting K within a block), STAGES, SPLIT_K (blocks splitting K). Default (54 tile
+  /// configs, chosen by exhaustive search on the decode sets, see the .cpp and
+  /// docs/cache-and-autotuner.md): decode tiles (BLOCK_M 8/16, BLOCK_N 16..64), late-decode
+  /// tiles (BLOCK_M 32/64, 8 warps) and prefill tiles (BLOCK_M 32..128). Expanded (832 tile
+  /// configs, 661 of them usable on the shipped shapes): a superset with more values on every
+  /// axis. The dense op adds the dequantize-then-cuBLASLt family last: DEQUANT_BF16=1 with
+  /// ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's heuristic candidates as
+  /// in bf16_gemm.
   std::vector<Config> config_space(SpaceKind kind) const override;
-  /// N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 * WARPS_K) == 0,
-  /// K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread, STAGES x stage
-  /// bytes within the device's opt-in shared memory, WARPS * 32 threads within its limit.
+  /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
+  /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
+  /// STAGES x stage bytes within the device's opt-in shared memory, WARPS * 32 threads within
+  /// its limit. Dequantize configs: the dense op only, M >= kDequantMinRows, ALGO >= 0 (an ALGO
+  /// beyond what cuBLASLt offers for the shape fails in run(), as in bf16_gemm).
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   /// Compiles `configs` into the kernel cache on `threads` threads (NVRTC compiles concurrently),
   /// so a sweep's first run of each config loads a cubin instead of compiling.
@@ -113,6 +128,10 @@ class Mxfp4GpuOp : public Op {
 /// accumulation. Weights are cold as in serving: the workload holds enough copies of W to
 /// exceed 2x L2 and each run uses the next. flops = 2*M*N*K; bytes = 0.53125*N*K + 2*M*K +
 /// 2*M*N (docs: roofline of an MXFP4-weight GEMM). check() compares with cpu_mxfp4_gemm.
+/// A dequantize config runs two steps per call, both timed: mxfp4_dequant_bf16 writes W as
+/// row-major BF16 into a workspace of 2*N*K bytes (allocated on its first run), then
+/// cublasLtMatmul computes Y from it (bench/cublaslt_gemm.hpp); the weights are never kept in
+/// BF16 between calls, which would give up the memory MXFP4 saves.
 class Mxfp4GemmOp final : public Mxfp4GpuOp {
  public:
   explicit Mxfp4GemmOp(bool foldscale, std::uint8_t scale_lo = 115, std::uint8_t scale_hi = 128)
@@ -123,6 +142,10 @@ class Mxfp4GemmOp final : public Mxfp4GpuOp {
   CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape& shape) const override;
   double bytes(const Shape& shape) const override;
+
+ private:
+  /// The dequantize-then-cuBLASLt path on weights (`wq`, `ws`) of `work`.
+  void run_dequant(Workload& work, const void* wq, const void* ws, const Config& config, cudaStream_t stream) const;
 };
 
 /// mxfp4_moe: the routed-expert grouped GEMM of one MoE layer. M tokens are routed top_k over

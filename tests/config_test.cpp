@@ -10,6 +10,9 @@ TEST(Config, StrAndParseRoundTrip) {
   EXPECT_EQ(c.str(), "BLOCK_N=64,BLOCK_K=256,SPLIT_K=-1");
   EXPECT_EQ(Config::parse(c.str()), c);
   EXPECT_EQ(c.get("BLOCK_K"), 256);
+  EXPECT_TRUE(c.has("SPLIT_K"));
+  EXPECT_FALSE(c.has("BLOCK_M"));
+  EXPECT_FALSE(c.has("BLOCK"));
   EXPECT_TRUE(Config::parse("").empty());
 }
 

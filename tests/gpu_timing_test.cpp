@@ -137,7 +137,7 @@ TEST_F(GpuTiming, EagerAndCudaGraphAgreeOnLongKernels) {
   tunebench::bench::Mxfp4GemmOp mxfp4(false);
   Config split;
   for (const auto& c : mxfp4.config_space(tunebench::SpaceKind::kDefault)) {
-    if (c.get("SPLIT_K") > 1 && c.get("BLOCK_M") >= 32 && mxfp4.can_implement(c, s, device_)) {
+    if (!tunebench::bench::is_dequant_config(c) && c.get("SPLIT_K") > 1 && c.get("BLOCK_M") >= 32 && mxfp4.can_implement(c, s, device_)) {
       split = c;
       break;
     }
@@ -162,7 +162,7 @@ TEST_F(GpuTiming, GraphModeTimesEveryKernelOfASplitKRun) {
   const Shape s = shape(8, 4096, 4096);
   tunebench::bench::Mxfp4GemmOp op(false);
   for (const auto& c : op.config_space(tunebench::SpaceKind::kDefault)) {
-    if (c.get("SPLIT_K") == 1 || !op.can_implement(c, s, device_)) continue;
+    if (tunebench::bench::is_dequant_config(c) || c.get("SPLIT_K") == 1 || !op.can_implement(c, s, device_)) continue;
     OpTiming graph(op, s, 1, {"cudagraph", false}), eager(op, s, 1, {"kernel", false});
     const double g = median_us(graph, c), e = median_us(eager, c);
     EXPECT_GT(g, 0.0);

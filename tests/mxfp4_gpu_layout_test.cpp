@@ -114,3 +114,35 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
   EXPECT_NEAR(active, 44.24, 0.01);
   EXPECT_DOUBLE_EQ(moe.bytes(s), active * 0.53125 * 4096 * 4096 + 2.0 * 8 * 4096 + 2.0 * 48 * 4096);
 }
+
+TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
+  using tunebench::bench::is_dequant_config;
+  using tunebench::bench::Mxfp4GpuOp;
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const auto dev = tunebench::sm90_reference_device();
+  auto family = [](const std::vector<tunebench::Config>& space) {
+    std::vector<std::int64_t> algos;
+    for (const auto& c : space) {
+      if (is_dequant_config(c)) algos.push_back(c.get("ALGO"));
+    }
+    return algos;
+  };
+  const auto def = dense.config_space(tunebench::SpaceKind::kDefault);
+  EXPECT_EQ(family(def), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(is_dequant_config(def.front()));  // tile configs first: tests pick them by index
+  EXPECT_TRUE(is_dequant_config(def.back()));
+  EXPECT_EQ(family(dense.config_space(tunebench::SpaceKind::kExpanded)).size(), 8u);
+  EXPECT_TRUE(family(moe.config_space(tunebench::SpaceKind::kDefault)).empty());
+  EXPECT_TRUE(family(moe.config_space(tunebench::SpaceKind::kExpanded)).empty());
+
+  const tunebench::Config c{{"DEQUANT_BF16", 1}, {"ALGO", 2}};
+  EXPECT_EQ(c.str(), "DEQUANT_BF16=1,ALGO=2");
+  const tunebench::Shape large{"s", "w13", Mxfp4GpuOp::kDequantMinRows, 4096, 4096, 256, 6, std::nullopt};
+  tunebench::Shape small = large;
+  small.m = Mxfp4GpuOp::kDequantMinRows - 1;
+  EXPECT_TRUE(dense.can_implement(c, large, dev));
+  EXPECT_FALSE(dense.can_implement(c, small, dev));
+  EXPECT_FALSE(moe.can_implement(c, large, dev));
+  EXPECT_FALSE(dense.can_implement(tunebench::Config{{"DEQUANT_BF16", 1}, {"ALGO", -1}}, large, dev));
+}

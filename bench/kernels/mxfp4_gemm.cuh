@@ -18,6 +18,9 @@
 // taking every WARPS_K-th 32-column atom of a K tile; their sums meet in shared memory at the
 // end), STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges reduced through fp32 atomics
 // into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
+//
+// With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
+// expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M.
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -101,6 +104,7 @@ __device__ __forceinline__ u16 to_bf16(float x) {
   return h;
 }
 
+#if !DEQUANT_ONLY
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     mxfp4_gemm(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
@@ -286,3 +290,40 @@ extern "C" __global__ void mxfp4_splitk_finish(float* __restrict__ Yacc, u16* __
     Yacc[i] = 0.0f;
   }
 }
+#else
+
+// Wb[N, K] (row-major bf16) = dequant(W): thread i writes the 8 columns 8*(i % (K/8)).. of row
+// i / (K/8) with one 16-byte store, so a warp writes 512 contiguous bytes. Those 8 values sit
+// in register j = (r / 8 % 2) | (c / 8 % 2) << 1 of word c / 16 % 2 of the 4 lanes 4*(r % 8)..
+// 4*(r % 8) + 3 of their atom (columns 2t, 2t + 1 in lane t's pair), decoded exactly as the
+// GEMM kernel decodes them, so both paths see the same BF16 weights.
+extern "C" __global__ void mxfp4_dequant_bf16(const u8* __restrict__ Wq, const u8* __restrict__ Ws,
+                                              u16* __restrict__ Wb, int N, int K) {
+  const long long chunks = (long long)N * (K / 8);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
+       i += (long long)gridDim.x * blockDim.x) {
+    const int r = (int)(i / (K / 8)), c0 = (int)(i % (K / 8)) * 8;
+    const long long atom = (long long)(r / 16) * (K / 32) + c0 / 32;
+    const int cc = c0 % 32, word = cc >> 4, j = ((r >> 3) & 1) | (((cc >> 3) & 1) << 1);
+    const u8* q = Wq + atom * 256 + (r & 7) * 32 + word * 4;
+    const u32 s_code = Ws[atom * 16 + (r & 15)];
+    u32 s2 = scale_bf16(s_code);
+    s2 |= s2 << 16;
+    u32 out[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const u32 raw = e2m1x2_raw(*reinterpret_cast<const u32*>(q + t * 8) << (4 * j));
+#if FOLDSCALE
+      if (s_code <= 128u || s_code == 0xFFu) {
+        u32 fold = s_code == 0xFFu ? 0x7FC0u : (s_code + 126u) << 7;
+        fold |= fold << 16;
+        out[t] = bmul2(raw, fold);
+        continue;
+      }
+#endif
+      out[t] = bmul2(bmul2(raw, BIAS2), s2);
+    }
+    *reinterpret_cast<uint4*>(Wb + (long long)r * K + c0) = make_uint4(out[0], out[1], out[2], out[3]);
+  }
+}
+#endif

@@ -35,6 +35,13 @@ std::int64_t Config::get(std::string_view name) const {
   throw ConfigError("config '" + str() + "' has no parameter '" + std::string(name) + "'");
 }
 
+bool Config::has(std::string_view name) const {
+  for (const auto& p : params_) {
+    if (p.first == name) return true;
+  }
+  return false;
+}
+
 std::string Config::str() const {
   std::string out;
   for (const auto& [name, value] : params_) {

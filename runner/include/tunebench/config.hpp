@@ -31,6 +31,9 @@ class Config {
 
   /// The value of `name`; throws ConfigError naming the parameter if the config lacks it.
   std::int64_t get(std::string_view name) const;
+  /// Whether the config has a parameter `name` (ops whose space mixes families of different
+  /// parameters tell them apart by it).
+  bool has(std::string_view name) const;
   const std::vector<Param>& params() const { return params_; }
   bool empty() const { return params_.empty(); }
 
