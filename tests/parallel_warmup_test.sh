@@ -50,6 +50,18 @@ env TUNEBENCH_CACHE="$work/tokens.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DE
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/again.err"
 grep -q 'parallel warmup: 0 keys' "$work/again.err" || fail "cached keys were tuned again: $(cat "$work/again.err")"
 
+# A replay runs its recorded configs untuned: neither the parallel warmup nor the isolated sweep
+# sweeps their keys, only those of the benchmarks the record lacks (here the two of M:4).
+env TUNEBENCH_CACHE="$work/rec.sqlite" TUNEBENCH_RUNS="$work/rec-runs" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter='cpu_.*/M:1/' --benchmark_min_time=0.01 >/dev/null 2>"$work/rec.err" || fail "record run: $(cat "$work/rec.err")"
+rec=$(ls -d "$work"/rec-runs/*)
+run replay PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 REPLAY_FROM="$rec" || fail "replay with the warmup: $(cat "$work/replay.err")"
+grep -q 'parallel warmup: 2 keys on 2 shards' "$work/replay.err" || fail "the warmup swept replayed keys: $(cat "$work/replay.err")"
+[ "$(keys replay)" -eq 2 ] || fail "the warmup of a replay stored $(keys replay) keys, expected the 2 not replayed"
+run replayiso CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 REPLAY_FROM="$rec" || fail "isolated replay: $(cat "$work/replayiso.err")"
+grep -q 'isolated sweep: 2 keys in a child process' "$work/replayiso.err" || fail "the isolated sweep swept replayed keys: $(cat "$work/replayiso.err")"
+[ "$(keys replayiso)" -eq 2 ] || fail "the isolated sweep of a replay stored $(keys replayiso) keys, expected 2"
+
 # An injected disagreement is counted, reported and in the JSON context.
 run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 \
   || fail "disagreement run: $(cat "$work/disagree.err")"

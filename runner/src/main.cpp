@@ -385,6 +385,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
       if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
+      // A replayed benchmark runs its recorded config without tuning: sweeping its key would
+      // cost the whole sweep for a result nobody reads.
+      if (context->replay.count(f.name)) continue;
       if (!cached_config(f, *context)) untuned.push_back(&f);
     }
     return untuned;
