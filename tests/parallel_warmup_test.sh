@@ -62,6 +62,44 @@ run replayiso CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 REPLAY_FROM="$r
 grep -q 'isolated sweep: 2 keys in a child process' "$work/replayiso.err" || fail "the isolated sweep swept replayed keys: $(cat "$work/replayiso.err")"
 [ "$(keys replayiso)" -eq 2 ] || fail "the isolated sweep of a replay stored $(keys replayiso) keys, expected 2"
 
+# A read-only cache (as an unprivileged user: root writes a mode 444 file all the same; skipped
+# as root without setpriv). Keys to sweep: refused in one line before any shard starts, with
+# no run directory and no scratch folder left. Nothing to sweep: the cache answers, warned once.
+as_user=()
+if [ "$(id -u)" -ne 0 ]; then
+  as_user=(env)
+elif command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups env)
+fi
+if [ ${#as_user[@]} -eq 0 ]; then
+  echo "parallel_warmup: read-only cache checks skipped (root, and setpriv cannot drop to nobody)"
+else
+  chmod 755 "$work"
+  mkdir -m 777 "$work/ro" "$work/ro-runs" "$work/ro-tmp" "$work/ro-kernels"
+  cp "$work/rec.sqlite" "$work/ro/ro.sqlite" && chmod 444 "$work/ro/ro.sqlite"
+  ro_bench() {  # ro_bench NAME FILTER ENV... : bench as the unprivileged user on the read-only cache
+    local name=$1 filter=$2; shift 2
+    "${as_user[@]}" HOME="$work/ro-tmp" TMPDIR="$work/ro-tmp" TUNEBENCH_RUNS="$work/ro-runs" \
+      TUNEBENCH_KERNEL_CACHE="$work/ro-kernels" TUNEBENCH_CACHE="$work/ro/ro.sqlite" "$@" "$bench" \
+      --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 >"$work/$name.out" 2>"$work/$name.err"
+  }
+  set +e; ro_bench ro-sweep cpu_ PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
+  [ "$rc" -eq 2 ] || fail "warmup on a read-only cache exited $rc, expected 2: $(cat "$work/ro-sweep.err")"
+  [ "$(grep -c . "$work/ro-sweep.err")" -eq 1 ] && grep -q "config cache $work/ro/ro.sqlite is read-only, and 2 keys need tuning that the parallel warmup could not store: point TUNEBENCH_CACHE" \
+    "$work/ro-sweep.err" || fail "read-only cache with keys to sweep: expected one line: $(cat "$work/ro-sweep.err")"
+  [ -z "$(find "$work/ro-runs" "$work/ro-tmp" -mindepth 1)" ] || fail "a refused warmup left files: $(ls -R "$work/ro-runs" "$work/ro-tmp")"
+  set +e; ro_bench ro-iso cpu_ TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "2 keys need tuning that the isolated sweep could not store" "$work/ro-iso.err" \
+    || fail "isolated sweep on a read-only cache: rc $rc $(cat "$work/ro-iso.err")"
+  ro_bench ro-cached 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
+    || fail "warmup on a read-only cache that answers every key: $(cat "$work/ro-cached.err")"
+  [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-cached.err")" -eq 1 ] \
+    || fail "no single read-only warning: $(cat "$work/ro-cached.err")"
+  grep -q 'parallel warmup: 0 keys' "$work/ro-cached.err" || fail "cached keys swept: $(cat "$work/ro-cached.err")"
+  [ "$(grep -c manual_time "$work/ro-cached.out")" -eq 2 ] && ! grep -q 'ERROR OCCURRED' "$work/ro-cached.out" \
+    || fail "a read-only cache did not answer its keys: $(cat "$work/ro-cached.out")"
+fi
+
 # An injected disagreement is counted, reported and in the JSON context.
 run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 \
   || fail "disagreement run: $(cat "$work/disagree.err")"

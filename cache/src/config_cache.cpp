@@ -65,7 +65,7 @@ class Statement {
   }
   [[noreturn]] void fail(int rc, const char* what) const {
     throw SqliteError(std::string("config cache ") + what + " on " + db_.path().string() + ": " +
-                          sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_.handle()) + ")",
+                          describe_error(rc, db_.handle()),
                       rc);
   }
   Database& db_;

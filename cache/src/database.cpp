@@ -7,20 +7,26 @@ namespace tunebench::cache {
 namespace {
 
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& call, const std::filesystem::path& path) {
-  std::string msg = call + " on " + path.string() + ": " + sqlite3_errstr(rc);
-  if (db) msg += std::string(" (") + sqlite3_errmsg(db) + ")";
-  throw SqliteError(msg, rc);
+  throw SqliteError(call + " on " + path.string() + ": " + describe_error(rc, db), rc);
 }
 
 }  // namespace
+
+std::string describe_error(int rc, sqlite3* db) {
+  std::string text = sqlite3_errstr(rc);
+  if (!db) return text;
+  // sqlite3_errmsg repeats sqlite3_errstr unless it has more to say (the SQL's error, say).
+  const std::string detail = sqlite3_errmsg(db);
+  if (!detail.empty() && detail != text) text += " (" + detail + ")";
+  return text;
+}
 
 Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : path_(path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3* db = std::exchange(db_, nullptr);
-    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " +
-                            sqlite3_errstr(rc) + (db ? std::string(" (") + sqlite3_errmsg(db) + ")" : "");
+    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " + describe_error(rc, db);
     sqlite3_close(db);
     throw SqliteError(msg, rc);
   }
@@ -35,6 +41,8 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : pat
     }
   }
 }
+
+bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
 Database::Database(Database&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}

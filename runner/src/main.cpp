@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 
@@ -329,11 +330,6 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   if (!listing) {
     const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
     context->cache = std::make_shared<cache::ConfigCache>(path);
-    // SQLite opens a read-only file for reading; say so once instead of failing key by key.
-    if (opt.shard < 0 && access(path.c_str(), W_OK) != 0) {
-      std::cerr << "bench: config cache " << path.string() << " is read-only: keys it does not answer cannot be "
-                << "tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
-    }
     benchmark::AddCustomContext("tunebench_cache", path.string());
   }
   if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
@@ -411,6 +407,19 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     const std::string self = ec ? std::string(argv[0]) : exe.string();
     auto untuned = untuned_now();
+    if (context->cache && context->cache->read_only() && !untuned.empty()) {
+      // The children's results reach the run only through the cache: refuse before any sweep
+      // starts rather than lose the sweep at the merge.
+      std::set<std::string> keys;
+      for (const Family* f : untuned) {
+        const auto k = cache_key(*f->op, f->shape, *context);
+        keys.insert(k.op + '\x1f' + k.kernel_version + '\x1f' + k.tuning_key + '\x1f' + k.device_name + '\x1f' +
+                    k.device_cc + '\x1f' + k.toolkit + '\x1f' + k.timing_mode);
+      }
+      throw std::invalid_argument("config cache " + context->cache->path().string() + " is read-only, and " +
+                                  std::to_string(keys.size()) + " keys need tuning that the " + what +
+                                  " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
+    }
     WarmupReport w = parallel_warmup(untuned, *context, shards, tokens, self, original_args, isolate ? 0.0 : 0.1);
     // Keys a crashed shard left (a sticky CUDA error ends a shard) get further rounds in fresh
     // processes, as long as each round finishes some.
@@ -458,6 +467,12 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
   }
 
+  // SQLite opens a read-only file for reading; say so once instead of failing key by key
+  // (after the sweep's refusal above, so a refused run prints one line).
+  if (!listing && context->cache->read_only()) {
+    std::cerr << "bench: config cache " << context->cache->path().string() << " is read-only: keys it does not "
+              << "answer cannot be tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
+  }
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
   std::size_t matched = 0;

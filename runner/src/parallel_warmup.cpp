@@ -274,6 +274,14 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     throw std::runtime_error("parallel warmup: cannot create " + dir_template + ": " + std::strerror(errno));
   }
   const fs::path dir = dir_template;
+  // Removed however this function ends; only a SIGKILL of bench itself leaves it behind.
+  struct Scratch {
+    const fs::path& dir;
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } scratch{dir};
   const auto started = std::chrono::steady_clock::now();
   if (std::any_of(keys.begin(), keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
     const std::size_t configs = precompile_for(keys, fitting, context);
@@ -289,6 +297,14 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   g_signal = 0;
   sigaction(SIGINT, &act, &old_int);
   sigaction(SIGTERM, &act, &old_term);
+  // An error below must not leave Ctrl-C caught by a handler nobody reads any more.
+  struct RestoreSignals {
+    const struct sigaction &on_int, &on_term;
+    ~RestoreSignals() {
+      sigaction(SIGINT, &on_int, nullptr);
+      sigaction(SIGTERM, &on_term, nullptr);
+    }
+  } restore_signals{old_int, old_term};
 
   std::vector<Child> children(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -466,7 +482,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
   }
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::remove_all(dir, ec);  // now: a re-raised signal below ends the process without unwinding
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   sigaction(SIGINT, &old_int, nullptr);

@@ -21,6 +21,10 @@ class SqliteError : public std::runtime_error {
   int code_;
 };
 
+/// SQLite's name of result `rc` (sqlite3_errstr), followed in parentheses by the connection's
+/// message (sqlite3_errmsg) when `db` is given and the message says more than the name.
+std::string describe_error(int rc, sqlite3* db);
+
 /// The move-only owner of one sqlite3 connection, opened read-write (created if missing) with
 /// write-ahead logging and a busy timeout, so several processes can share one file.
 class Database {
@@ -40,6 +44,10 @@ class Database {
   int user_version();
   /// Result of PRAGMA integrity_check: "ok" when the file is sound.
   std::string integrity_check();
+
+  /// True when the connection cannot write (sqlite3_db_readonly): SQLite opens a file the
+  /// process may not write read-only instead of failing.
+  bool read_only() const;
 
   sqlite3* handle() const { return db_; }
   const std::filesystem::path& path() const { return path_; }
