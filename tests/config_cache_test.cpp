@@ -383,3 +383,27 @@ TEST_F(ConfigCacheTest, AReadOnlyFileIsReadAndSaysSo) {
   if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
   EXPECT_EQ(rc, 0);
 }
+
+// A read-only file in a read-only folder (a shared cache, say): the WAL's -shm cannot be made
+// beside it, yet every key it holds is answered, and read_only() says it takes no stores.
+TEST_F(ConfigCacheTest, AReadOnlyFileInAReadOnlyFolderIsRead) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  const auto read_only = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  fs::permissions(file_, read_only);
+  fs::permissions(dir_, read_only | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+  const int rc = as_unprivileged([&]() -> std::string {
+    ConfigCache cache(file_);
+    if (!cache.read_only()) return "read_only() is false";
+    if (!cache.best(key()) || cache.best(key())->config != "B=1") return "the stored best was not read";
+    if (cache.measurements(key()).size() != 1) return "the measurement was not read";
+    if (cache.list().size() != 1) return "list() does not hold the key";
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
+}

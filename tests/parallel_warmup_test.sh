@@ -7,7 +7,7 @@ cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
 here=$(cd "$(dirname "$0")" && pwd)
 tiny=$here/data/dsv4f_decode_tiny.yaml
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT
 export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
@@ -98,6 +98,16 @@ else
   grep -q 'parallel warmup: 0 keys' "$work/ro-cached.err" || fail "cached keys swept: $(cat "$work/ro-cached.err")"
   [ "$(grep -c manual_time "$work/ro-cached.out")" -eq 2 ] && ! grep -q 'ERROR OCCURRED' "$work/ro-cached.out" \
     || fail "a read-only cache did not answer its keys: $(cat "$work/ro-cached.out")"
+  # In a read-only folder too (no -shm can be made beside the WAL file), with or without a sweep.
+  mkdir "$work/rodir" && cp "$work/rec.sqlite" "$work/rodir/ro.sqlite" && chmod 444 "$work/rodir/ro.sqlite" && chmod 555 "$work/rodir"
+  for n in 1 2; do
+    ro_bench ro-dir$n 'cpu_.*/M:1/' TUNEBENCH_CACHE="$work/rodir/ro.sqlite" PARALLEL_WARMUP_GPUS=$n CUDA_VISIBLE_DEVICES=6,7 \
+      || fail "a read-only cache in a read-only folder (N=$n): $(cat "$work/ro-dir$n.err")"
+    [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-dir$n.err")" -eq 1 ] \
+      || fail "no single read-only warning (read-only folder, N=$n): $(cat "$work/ro-dir$n.err")"
+    [ "$(grep -c manual_time "$work/ro-dir$n.out")" -eq 2 ] && ! grep -q 'ERROR OCCURRED' "$work/ro-dir$n.out" \
+      || fail "a read-only cache in a read-only folder did not answer its keys (N=$n): $(cat "$work/ro-dir$n.out")"
+  done
 fi
 
 # An injected disagreement is counted, reported and in the JSON context.

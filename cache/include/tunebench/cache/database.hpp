@@ -29,8 +29,12 @@ std::string describe_error(int rc, sqlite3* db);
 /// write-ahead logging and a busy timeout, so several processes can share one file.
 class Database {
  public:
-  /// Opens or creates `path` (its parent folders too). Throws SqliteError if it cannot, or
-  /// std::filesystem::filesystem_error if the folder cannot be created.
+  /// Opens or creates `path` (its parent folders too). A file that can be read but not
+  /// written is opened read-only (read_only()), also in a folder where the WAL's -shm and -wal
+  /// files cannot be created: then through an -shm that exists, else as an immutable file
+  /// (unless a non-empty -wal holds transactions the file lacks). Throws SqliteError if it
+  /// cannot be opened or read, or std::filesystem::filesystem_error if the folder cannot be
+  /// created.
   explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000);
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
