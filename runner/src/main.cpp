@@ -222,7 +222,14 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   std::filesystem::path run_dir;
   std::string out_default;
   std::vector<char*> args(argv, argv + argc);
+  std::vector<std::filesystem::path> made_roots;  // folders claim_run_dir creates, innermost first
   if (!listing && opt.shard < 0) {
+    std::error_code ec;
+    for (auto p = std::filesystem::absolute(opt.runs, ec); !ec && !p.empty() && !std::filesystem::exists(p, ec);
+         p = p.parent_path()) {
+      made_roots.push_back(p);
+      if (p == p.parent_path()) break;
+    }
     run_dir = claim_run_dir(opt.runs, std::time(nullptr));
     if (!has_flag(argc, argv, "--benchmark_out")) {
       // Named after --benchmark_out_format, so a CSV is never called results.json.
@@ -244,6 +251,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   // that holds only the manifest of a run that an error ended before it measured anything.
   struct RemoveIfEmpty {
     const std::filesystem::path& dir;
+    const std::vector<std::filesystem::path>& made_roots;
     ~RemoveIfEmpty() {
       std::error_code ec;
       if (dir.empty()) return;
@@ -257,8 +265,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         if (!ec && entries == 1 && manifest_only) std::filesystem::remove(dir / "manifest.json", ec);
       }
       if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+      // Nor the TUNEBENCH_RUNS folder this run made for it.
+      for (const auto& p : made_roots) {
+        if (!std::filesystem::is_empty(p, ec) || ec) break;
+        std::filesystem::remove(p, ec);
+      }
     }
-  } remove_if_empty{run_dir};
+  } remove_if_empty{run_dir, made_roots};
   std::string out_flag;
   const std::string out_file = redirect_output(argc, argv, out_flag);
   check_paths(out_file);
