@@ -32,6 +32,11 @@ for i in 0 1; do  # per shard: keys, time spent tuning them, time from start to 
     fail "no time line for shard $i: $(cat "$work/tokens.err")"
 done
 grep -Eq '\[shard [01]\] tunebench-shard: tuned cpu_mxfp4_gemm/.* in [0-9.]+ s$' "$work/tokens.err" || fail "no key time"
+sources() {  # sources NAME: the sources configs.json of run NAME gives, sorted and counted
+  /usr/bin/python3 -c 'import json,sys,collections; c=collections.Counter(e["source"] for e in json.load(open(sys.argv[1]))["configs"]); print(" ".join(f"{k}={v}" for k,v in sorted(c.items())))' \
+    "$(context "$1" tunebench_run_dir)/configs.json"
+}
+[ "$(sources tokens)" = "tuned=4" ] || fail "keys the warmup tuned in this run are not recorded as tuned: $(sources tokens)"
 # (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
 [[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
@@ -58,6 +63,7 @@ rec=$(ls -d "$work"/rec-runs/*)
 run replay PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 REPLAY_FROM="$rec" || fail "replay with the warmup: $(cat "$work/replay.err")"
 grep -q 'parallel warmup: 2 keys on 2 shards' "$work/replay.err" || fail "the warmup swept replayed keys: $(cat "$work/replay.err")"
 [ "$(keys replay)" -eq 2 ] || fail "the warmup of a replay stored $(keys replay) keys, expected the 2 not replayed"
+[ "$(sources replay)" = "replayed=2 tuned=2" ] || fail "replay with the warmup recorded $(sources replay)"
 run replayiso CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 REPLAY_FROM="$rec" || fail "isolated replay: $(cat "$work/replayiso.err")"
 grep -q 'isolated sweep: 2 keys in a child process' "$work/replayiso.err" || fail "the isolated sweep swept replayed keys: $(cat "$work/replayiso.err")"
 [ "$(keys replayiso)" -eq 2 ] || fail "the isolated sweep of a replay stored $(keys replayiso) keys, expected 2"
@@ -143,6 +149,7 @@ run isolated CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_FAULT_
 grep -q 'isolated sweep: 4 keys in a child process' "$work/isolated.err" || fail "no isolated sweep: $(cat "$work/isolated.err")"
 grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/isolated.err" || fail "the child was not on the first device"
 grep -q 'isolated sweep round 2' "$work/isolated.err" || fail "no further round after a sticky error"
+[ "$(sources isolated)" = "tuned=4" ] || fail "keys the isolated sweep tuned are not recorded as tuned: $(sources isolated)"
 [ "$(keys isolated)" -eq 4 ] || fail "not every key was tuned in the isolated sweep: $(keys isolated)"
 [ "$(grep -c manual_time "$work/isolated.out")" -eq 4 ] && ! grep -q 'ERROR OCCURRED' "$work/isolated.out" \
   || fail "a benchmark failed after the isolated sweep: $(cat "$work/isolated.out")"

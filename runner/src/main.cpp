@@ -433,6 +433,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
                                   std::to_string(keys.size()) + " keys need tuning that the " + what +
                                   " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
     }
+    const auto to_sweep = untuned;
     WarmupReport w = parallel_warmup(untuned, *context, shards, tokens, self, original_args, isolate ? 0.0 : 0.1);
     // Keys a crashed shard left (a sticky CUDA error ends a shard) get further rounds in fresh
     // processes, as long as each round finishes some.
@@ -447,6 +448,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       w.seconds += more.seconds;
       progress = left.size() > untuned_now().size() || more.crashed_shards > 0;
       untuned = left;
+    }
+    for (const Family* f : to_sweep) {
+      if (cached_config(*f, *context)) context->swept.insert(f->name);
     }
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
