@@ -233,6 +233,13 @@ done
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/dup.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "lists '6' twice" "$work/dup.err" || fail "a repeated device token was accepted: $(cat "$work/dup.err")"
+# Only the entries given to shards must differ: a repeat past the N-th is not used.
+run dup3 PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7,6 || fail "a repeat past the shards' entries was refused: $(cat "$work/dup3.err")"
+unset_err=$(env -u CUDA_VISIBLE_DEVICES TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ 2>&1 >/dev/null) && fail "N=2 with no device accepted"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  [[ "$unset_err" == *"no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset"* ]] || fail "no device, variable unset: $unset_err"
+fi
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" TUNEBENCH_RUNS="$work/n-runs" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/n.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"

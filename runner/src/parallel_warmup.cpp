@@ -183,6 +183,31 @@ std::vector<std::string> device_tokens(const char* visible, int device_count) {
   return tokens;
 }
 
+std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible) {
+  if (n > static_cast<int>(tokens.size())) {
+    const std::string asked = "PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but ";
+    if (tokens.empty()) {
+      throw std::invalid_argument(asked + "no CUDA device is visible (CUDA_VISIBLE_DEVICES is " +
+                                  (visible ? "empty" : "unset, and no device was found") +
+                                  "): expected at least " + std::to_string(n) + " GPUs to shard the sweep over");
+    }
+    throw std::invalid_argument(asked + "only " + std::to_string(tokens.size()) + " devices are visible (" +
+                                (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible)
+                                         : std::string("CUDA_VISIBLE_DEVICES is unset: every device found")) +
+                                ")");
+  }
+  const std::vector<std::string> devices(tokens.begin(), tokens.begin() + std::max(0, n));
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        throw std::invalid_argument("CUDA_VISIBLE_DEVICES lists '" + devices[i] +
+                                    "' twice: two shards would share one GPU");
+      }
+    }
+  }
+  return devices;
+}
+
 double sweep_cost_s(double flops, double bytes, int configs, const TuneOptions& options, double peak_flops,
                     double peak_bytes_per_s, double per_run_s, double per_config_s) {
   const double run = std::max(flops / peak_flops, bytes / peak_bytes_per_s) + per_run_s;
@@ -232,18 +257,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share) {
   const double hang_s = hang_timeout_s();  // checked before anything starts
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (tokens[i] == tokens[j]) {
-        throw std::invalid_argument("CUDA_VISIBLE_DEVICES lists '" + tokens[i] +
-                                    "' twice: two shards would share one GPU");
-      }
-    }
-  }
-  if (n > static_cast<int>(tokens.size())) {
-    throw std::invalid_argument("PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but only " +
-                                std::to_string(tokens.size()) + " devices are visible (CUDA_VISIBLE_DEVICES)");
-  }
+  const std::vector<std::string> devices = shard_devices(tokens, n, std::getenv("CUDA_VISIBLE_DEVICES"));
   WarmupReport report;
   report.shards = n;
   // One family per cache key: the shards tune keys, not benchmarks.
@@ -337,7 +351,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     children[static_cast<std::size_t>(i)].active_at = std::chrono::steady_clock::now();
     Child& c = children[static_cast<std::size_t>(i)];
     c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
-    c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], store, fds[1]);
+    c.pid = spawn(exe, child_args, devices[static_cast<std::size_t>(i)], store, fds[1]);
     close(fds[1]);
     c.err_fd = fds[0];
   }
@@ -429,7 +443,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       const auto tab = c.progress.find('\t');
       const std::string name = c.progress.substr(0, tab);
       const std::string activity = tab == std::string::npos ? "" : c.progress.substr(tab + 1);
-      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") hung on "
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") hung on "
                 << (name.empty() ? std::string("its start-up") : name + " [" + activity + "]") << " for "
                 << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
                 << c.planned << " keys\n";
@@ -448,7 +462,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
     if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
-      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") "
                 << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
                 << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
     }

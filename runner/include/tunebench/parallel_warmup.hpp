@@ -25,6 +25,12 @@ double hang_timeout_s();
 /// An empty entry throws std::invalid_argument.
 std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
 
+/// The devices of shards 0 .. n-1: the first n of `tokens` (device_tokens). Entries past the
+/// n-th are not used, so they are not looked at. Throws std::invalid_argument, one line, when
+/// fewer than n are given or two of the first n are the same entry (two shards would share one
+/// GPU). `visible` is CUDA_VISIBLE_DEVICES as set (null: unset), for the message only.
+std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible);
+
 /// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
 /// (longest-processing-time scheduling); then a `trust_share` of the keys (rounded, at least one
 /// when n >= 2 and trust_share > 0, at most half of them), spread over the cheaper half by cost,
@@ -74,7 +80,7 @@ struct WarmupReport {
 /// (default 300; the clock waits while it reports compiling) is killed and reported with the
 /// key and config it was on; that config is stored in context.cache as status timeout, and
 /// the child counts in crashed_shards. Throws
-/// std::invalid_argument if n > tokens.size(), or for a bad TUNEBENCH_HANG_TIMEOUT.
+/// std::invalid_argument when shard_devices refuses `tokens`, or for a bad TUNEBENCH_HANG_TIMEOUT.
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share = 0.1);
