@@ -51,9 +51,17 @@ TEST(ParallelWarmup, GpusFromEnv) {
   EXPECT_EQ(tunebench::warmup_gpus_from_env(), 1);
   ::setenv("PARALLEL_WARMUP_GPUS", "8", 1);
   EXPECT_EQ(tunebench::warmup_gpus_from_env(), 8);
-  for (const char* bad : {"0", "-1", "x", "2x", "1.5"}) {
+  ::setenv("PARALLEL_WARMUP_GPUS", "9999", 1);
+  EXPECT_EQ(tunebench::warmup_gpus_from_env(), 9999);
+  for (const char* bad : {"0", "-1", "x", "2x", "1.5", "10000"}) {
     ::setenv("PARALLEL_WARMUP_GPUS", bad, 1);
-    EXPECT_THROW(tunebench::warmup_gpus_from_env(), std::invalid_argument) << bad;
+    try {
+      tunebench::warmup_gpus_from_env();
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("PARALLEL_WARMUP_GPUS='") + bad +
+                                           "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
+    }
   }
   ::unsetenv("PARALLEL_WARMUP_GPUS");
 }

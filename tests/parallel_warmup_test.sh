@@ -226,13 +226,20 @@ sleep 0.5
 run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
 ! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"
 run empty PARALLEL_WARMUP_GPUS= || fail "empty N"
-for bad in 0 -2 two 1.5 02 +2; do
+for bad in 0 -2 two 1.5 02 +2 10000; do
   set +e; PARALLEL_WARMUP_GPUS=$bad "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err"; rc=$?; set -e
   [ "$rc" -eq 2 ] && grep -q "PARALLEL_WARMUP_GPUS='$bad'" "$work/bad.err" || fail "PARALLEL_WARMUP_GPUS=$bad: rc $rc $(cat "$work/bad.err")"
 done
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/dup.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "lists '6' twice" "$work/dup.err" || fail "a repeated device token was accepted: $(cat "$work/dup.err")"
+# Shards work in a scratch folder under TMPDIR: one that is missing or not a folder is named.
+set +e; env TMPDIR="$work/nonexistent" TUNEBENCH_CACHE="$work/tmpdir.sqlite" TUNEBENCH_RUNS="$work/tmpdir-runs" PARALLEL_WARMUP_GPUS=2 \
+  CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/tmpdir.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ "$(grep -c . "$work/tmpdir.err")" -eq 1 ] &&
+  grep -q "bench: TMPDIR='$work/nonexistent': .*expected an existing folder for the sweep's scratch files" "$work/tmpdir.err" \
+  || fail "a missing TMPDIR: rc $rc $(cat "$work/tmpdir.err")"
+[ -z "$(ls -A "$work/tmpdir-runs" 2>/dev/null)" ] || fail "a missing TMPDIR left a run directory"
 # Only the entries given to shards must differ: a repeat past the N-th is not used.
 run dup3 PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7,6 || fail "a repeat past the shards' entries was refused: $(cat "$work/dup3.err")"
 unset_err=$(env -u CUDA_VISIBLE_DEVICES TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 "$bench" --tunebench_shapes="$tiny" \

@@ -156,7 +156,7 @@ int warmup_gpus_from_env() {
   const long n = digits ? std::stol(s) : 0;
   if (!digits || n < 1) {
     throw std::invalid_argument(std::string("PARALLEL_WARMUP_GPUS='") + v +
-                                "': expected the number of GPUs to shard the autotune sweep over (1 or more)");
+                                "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
   }
   return static_cast<int>(n);
 }
@@ -283,9 +283,25 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   }
   const ShardPlan plan = plan_shards(costs, n, trust_share);
 
-  std::string dir_template = (fs::temp_directory_path() / "tunebench-warmup-XXXXXX").string();
+  // The shards' lists, caches and progress files live under TMPDIR (else /tmp).
+  const char* tmp_var = nullptr;
+  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {  // what temp_directory_path reads
+    if (const char* v = std::getenv(var); v && *v) {
+      tmp_var = var;
+      break;
+    }
+  }
+  const std::string tmp_name = tmp_var ? std::string(tmp_var) + "='" + std::getenv(tmp_var) + "'" : "/tmp";
+  std::error_code tmp_ec;
+  const fs::path tmp = fs::temp_directory_path(tmp_ec);
+  if (tmp_ec) {
+    throw std::invalid_argument(tmp_name + ": " + tmp_ec.message() + ", expected an existing folder for the " +
+                                "sweep's scratch files");
+  }
+  std::string dir_template = (tmp / "tunebench-warmup-XXXXXX").string();
   if (!mkdtemp(dir_template.data())) {
-    throw std::runtime_error("parallel warmup: cannot create " + dir_template + ": " + std::strerror(errno));
+    throw std::invalid_argument(tmp_name + ": cannot create " + dir_template + " (" + std::strerror(errno) +
+                                "), expected a writable folder for the sweep's scratch files");
   }
   const fs::path dir = dir_template;
   // Removed however this function ends; only a SIGKILL of bench itself leaves it behind.
