@@ -26,7 +26,16 @@ grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/tokens.err
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err" || fail "shard 1 did not get 7"
 [ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
 ! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
-grep -q 'parallel warmup: 4 keys on 2 shards' "$work/tokens.err" || fail "no summary line"
+grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9]+\.[0-9] s, 5 tuned' "$work/tokens.err" || fail "no summary line: $(cat "$work/tokens.err")"
+# On a terminal a live line counts the sweeps (a doubled key is swept twice) of the keys.
+if command -v script >/dev/null; then
+  rm -f "$work/tty.sqlite"
+  env TUNEBENCH_CACHE="$work/tty.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 script -qec \
+    "'$bench' --tunebench_shapes='$tiny' --benchmark_filter=cpu_ --benchmark_min_time=0.01" /dev/null >"$work/tty.txt" \
+    || fail "warmup on a terminal: $(cat "$work/tty.txt")"
+  grep -Eq 'parallel warmup: [0-5]/5 sweeps of 4 keys \(shards: [0-3]/[23] [0-3]/[23]\)' "$work/tty.txt" \
+    || fail "no live line counting sweeps: $(tr '\r' '\n' <"$work/tty.txt" | grep 'parallel warmup')"
+fi
 for i in 0 1; do  # per shard: keys, time spent tuning them, time from start to exit
   grep -Eq "parallel warmup shard $i: [0-9]+ keys, [0-9.]+ s tuning in [0-9.]+ s" "$work/tokens.err" ||
     fail "no time line for shard $i: $(cat "$work/tokens.err")"

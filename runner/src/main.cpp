@@ -462,8 +462,10 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
       benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
     } else {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
       std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
-                << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+                << seconds << " s, " << w.tuned << " tuned, " << w.crashed_shards
                 << " shards failed, " << w.disagreeing.size() << " disagreements\n";
       for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
         const auto& sh = w.per_shard[i];

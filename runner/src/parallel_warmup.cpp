@@ -444,8 +444,9 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
         per += " " + std::to_string(children[i].tuned) + "/" + std::to_string(children[i].planned);
       }
       const double eta = done > 0 ? elapsed * (total - done) / done : 0;
-      std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
-                   per.c_str(), elapsed, eta);
+      // Sweeps, not keys: a doubled key is swept on two shards, so there are more sweeps than keys.
+      std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %d keys (shards:%s) %.0f s, ETA %.0f s", done,
+                   total, report.keys, per.c_str(), elapsed, eta);
     }
   }
   if (tty) std::cerr << "\r\033[K";
