@@ -247,9 +247,10 @@ expect_error 2 "config cache" env TUNEBENCH_RUNS="$work/fresh-runs/deeper" "$ben
 [ ! -e "$work/fresh-runs" ] || fail "a run that failed before measuring left $(find "$work/fresh-runs")"
 # A bare file name is a cache in the current folder, by variable or flag.
 mkdir "$work/bare"
+bench_abs=$(cd "$(dirname "$bench")" && pwd)/$(basename "$bench")
 for how in env flag; do
   args=(--tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01)
-  if [ "$how" = env ]; then cmd=(env TUNEBENCH_CACHE=env.sqlite "$bench"); else cmd=("$bench" --tunebench_cache=flag.sqlite); fi
+  if [ "$how" = env ]; then cmd=(env TUNEBENCH_CACHE=env.sqlite "$bench_abs"); else cmd=("$bench_abs" --tunebench_cache=flag.sqlite); fi
   (cd "$work/bare" && "${cmd[@]}" "${args[@]}") >/dev/null 2>"$work/bare.err" || fail "a bare cache name ($how): $(cat "$work/bare.err")"
   [ -s "$work/bare/$how.sqlite" ] || fail "a bare cache name ($how) made no cache in the current folder: $(ls "$work/bare")"
 done
