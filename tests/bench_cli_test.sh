@@ -241,6 +241,19 @@ expect_error 2 "TUNEBENCH_TIMING='cupti': expected kernel, cudagraph or event" e
 expect_error 2 "TUNEBENCH_COLD_L2='yes': expected 0 or 1" env TUNEBENCH_COLD_L2=yes "$bench"
 expect_error 2 "USE_FLAGTUNE='on': expected 0 (plain autotune) or 1 (exhaustive)" env USE_FLAGTUNE=on "$bench"
 expect_error 2 "config cache" "$bench" --tunebench_shapes="$tiny" --tunebench_cache=/proc/nope/cache.sqlite
+# An error before measuring leaves no run folder, not even the TUNEBENCH_RUNS folder made for it.
+expect_error 2 "config cache" env TUNEBENCH_RUNS="$work/fresh-runs/deeper" "$bench" --tunebench_shapes="$tiny" \
+  --tunebench_cache=/proc/nope/cache.sqlite
+[ ! -e "$work/fresh-runs" ] || fail "a run that failed before measuring left $(find "$work/fresh-runs")"
+# A bare file name is a cache in the current folder, by variable or flag.
+mkdir "$work/bare"
+bench_abs=$(cd "$(dirname "$bench")" && pwd)/$(basename "$bench")
+for how in env flag; do
+  args=(--tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01)
+  if [ "$how" = env ]; then cmd=(env TUNEBENCH_CACHE=env.sqlite "$bench_abs"); else cmd=("$bench_abs" --tunebench_cache=flag.sqlite); fi
+  (cd "$work/bare" && "${cmd[@]}" "${args[@]}") >/dev/null 2>"$work/bare.err" || fail "a bare cache name ($how): $(cat "$work/bare.err")"
+  [ -s "$work/bare/$how.sqlite" ] || fail "a bare cache name ($how) made no cache in the current folder: $(ls "$work/bare")"
+done
 expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"
 expect_error 2 "does not exist" "$bench" --benchmark_out="$work/no/such/out.json"
 expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_KERNEL_CACHE="$tiny" "$bench"

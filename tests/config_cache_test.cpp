@@ -1,10 +1,13 @@
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "tunebench/cache/config_cache.hpp"
@@ -47,6 +50,27 @@ std::size_t count_aside(const fs::path& dir) {
          e.path().filename().string().find("-shm") == std::string::npos;
   }
   return n;
+}
+
+// Runs `body` in a child process that cannot write what it does not own: as nobody when the
+// tests run as root, which writes a mode 444 file all the same. Returns 0 when body returned ""
+// (else it prints what body returned and returns 1), 77 when privileges could not be dropped.
+int as_unprivileged(const std::function<std::string()>& body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) std::_Exit(77);
+    std::string problem;
+    try {
+      problem = body();
+    } catch (const std::exception& e) {
+      problem = std::string("threw: ") + e.what();
+    }
+    if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+    std::_Exit(problem.empty() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
@@ -331,4 +355,55 @@ TEST_F(ConfigCacheTest, OnDamageThrowLeavesTheFileAndThrows) {
   EXPECT_THROW(ConfigCache(file_, ConfigCache::OnDamage::kThrow), tunebench::cache::SqliteError);
   std::ifstream kept(file_);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "garbage");
+}
+
+// A file this process may not write opens read-only: reads work, read_only() says so, and a
+// store fails with SQLite's message once, not "X (X)".
+TEST_F(ConfigCacheTest, AReadOnlyFileIsReadAndSaysSo) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+    EXPECT_FALSE(cache.read_only());
+  }
+  fs::permissions(dir_, fs::perms::all);  // -shm and -wal can be made beside it
+  fs::permissions(file_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const int rc = as_unprivileged([&]() -> std::string {
+    ConfigCache cache(file_);
+    if (!cache.read_only()) return "read_only() is false";
+    if (!cache.best(key()) || cache.best(key())->config != "B=1") return "the stored best was not read";
+    try {
+      cache.store(key("M=1,N=1,K=32"), {ok("B=2", 5)}, std::nullopt);
+      return "a store into a read-only file succeeded";
+    } catch (const tunebench::cache::SqliteError& e) {
+      const std::string what = e.what();
+      if (what.find("readonly database (attempt") != std::string::npos) return "message repeated: " + what;
+    }
+    return "";
+  });
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+}
+
+// A read-only file in a read-only folder (a shared cache, say): the WAL's -shm cannot be made
+// beside it, yet every key it holds is answered, and read_only() says it takes no stores.
+TEST_F(ConfigCacheTest, AReadOnlyFileInAReadOnlyFolderIsRead) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  const auto read_only = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  fs::permissions(file_, read_only);
+  fs::permissions(dir_, read_only | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+  const int rc = as_unprivileged([&]() -> std::string {
+    ConfigCache cache(file_);
+    if (!cache.read_only()) return "read_only() is false";
+    if (!cache.best(key()) || cache.best(key())->config != "B=1") return "the stored best was not read";
+    if (cache.measurements(key()).size() != 1) return "the measurement was not read";
+    if (cache.list().size() != 1) return "list() does not hold the key";
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
 }

@@ -19,6 +19,29 @@ TEST(ParallelWarmup, TokensAreTheCallersEntriesAsWritten) {
   EXPECT_THROW(device_tokens("6,,7", 0), std::invalid_argument);
 }
 
+TEST(ParallelWarmup, ShardDevicesAreTheFirstNEntriesEachOnce) {
+  using tunebench::shard_devices;
+  const std::vector<std::string> tokens{"6", "7", "6"};
+  EXPECT_EQ(shard_devices(tokens, 2, "6,7,6"), (std::vector<std::string>{"6", "7"}));  // the third is unused
+  EXPECT_EQ(shard_devices({"0"}, 1, nullptr), (std::vector<std::string>{"0"}));
+  const auto message = [](const std::vector<std::string>& t, int n, const char* visible) {
+    try {
+      shard_devices(t, n, visible);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(tokens, 3, "6,7,6"), "CUDA_VISIBLE_DEVICES lists '6' twice: two shards would share one GPU");
+  EXPECT_EQ(message({"6", "7"}, 3, "6,7"), "PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible (CUDA_VISIBLE_DEVICES=6,7)");
+  EXPECT_EQ(message({}, 2, nullptr),
+            "PARALLEL_WARMUP_GPUS=2 but no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset, and no device was "
+            "found): expected at least 2 GPUs to shard the sweep over");
+  EXPECT_NE(message({}, 2, "").find("no CUDA device is visible (CUDA_VISIBLE_DEVICES is empty)"), std::string::npos);
+  EXPECT_NE(message({"0", "1"}, 4, nullptr).find("only 2 devices are visible (CUDA_VISIBLE_DEVICES is unset"),
+            std::string::npos);
+}
+
 TEST(ParallelWarmup, GpusFromEnv) {
   for (const char* off : {"", "1"}) {
     ::setenv("PARALLEL_WARMUP_GPUS", off, 1);
@@ -28,9 +51,17 @@ TEST(ParallelWarmup, GpusFromEnv) {
   EXPECT_EQ(tunebench::warmup_gpus_from_env(), 1);
   ::setenv("PARALLEL_WARMUP_GPUS", "8", 1);
   EXPECT_EQ(tunebench::warmup_gpus_from_env(), 8);
-  for (const char* bad : {"0", "-1", "x", "2x", "1.5"}) {
+  ::setenv("PARALLEL_WARMUP_GPUS", "9999", 1);
+  EXPECT_EQ(tunebench::warmup_gpus_from_env(), 9999);
+  for (const char* bad : {"0", "-1", "x", "2x", "1.5", "10000"}) {
     ::setenv("PARALLEL_WARMUP_GPUS", bad, 1);
-    EXPECT_THROW(tunebench::warmup_gpus_from_env(), std::invalid_argument) << bad;
+    try {
+      tunebench::warmup_gpus_from_env();
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("PARALLEL_WARMUP_GPUS='") + bad +
+                                           "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
+    }
   }
   ::unsetenv("PARALLEL_WARMUP_GPUS");
 }

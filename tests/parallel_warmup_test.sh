@@ -7,7 +7,7 @@ cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
 here=$(cd "$(dirname "$0")" && pwd)
 tiny=$here/data/dsv4f_decode_tiny.yaml
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT
 export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
@@ -26,12 +26,26 @@ grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/tokens.err
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err" || fail "shard 1 did not get 7"
 [ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
 ! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
-grep -q 'parallel warmup: 4 keys on 2 shards' "$work/tokens.err" || fail "no summary line"
+grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9]+\.[0-9] s, 5 tuned' "$work/tokens.err" || fail "no summary line: $(cat "$work/tokens.err")"
+# On a terminal a live line counts the sweeps (a doubled key is swept twice) of the keys.
+if command -v script >/dev/null; then
+  rm -f "$work/tty.sqlite"
+  env TUNEBENCH_CACHE="$work/tty.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 script -qec \
+    "'$bench' --tunebench_shapes='$tiny' --benchmark_filter=cpu_ --benchmark_min_time=0.01" /dev/null >"$work/tty.txt" \
+    || fail "warmup on a terminal: $(cat "$work/tty.txt")"
+  grep -Eq 'parallel warmup: [0-5]/5 sweeps of 4 keys \(shards: [0-3]/[23] [0-3]/[23]\)' "$work/tty.txt" \
+    || fail "no live line counting sweeps: $(tr '\r' '\n' <"$work/tty.txt" | grep 'parallel warmup')"
+fi
 for i in 0 1; do  # per shard: keys, time spent tuning them, time from start to exit
   grep -Eq "parallel warmup shard $i: [0-9]+ keys, [0-9.]+ s tuning in [0-9.]+ s" "$work/tokens.err" ||
     fail "no time line for shard $i: $(cat "$work/tokens.err")"
 done
 grep -Eq '\[shard [01]\] tunebench-shard: tuned cpu_mxfp4_gemm/.* in [0-9.]+ s$' "$work/tokens.err" || fail "no key time"
+sources() {  # sources NAME: the sources configs.json of run NAME gives, sorted and counted
+  /usr/bin/python3 -c 'import json,sys,collections; c=collections.Counter(e["source"] for e in json.load(open(sys.argv[1]))["configs"]); print(" ".join(f"{k}={v}" for k,v in sorted(c.items())))' \
+    "$(context "$1" tunebench_run_dir)/configs.json"
+}
+[ "$(sources tokens)" = "tuned=4" ] || fail "keys the warmup tuned in this run are not recorded as tuned: $(sources tokens)"
 # (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
 [[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
@@ -49,6 +63,67 @@ grep -q 'WARNING: 1 keys got different winners' "$work/flag.err" || fail "shards
 env TUNEBENCH_CACHE="$work/tokens.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/again.err"
 grep -q 'parallel warmup: 0 keys' "$work/again.err" || fail "cached keys were tuned again: $(cat "$work/again.err")"
+
+# A replay runs its recorded configs untuned: neither the parallel warmup nor the isolated sweep
+# sweeps their keys, only those of the benchmarks the record lacks (here the two of M:4).
+env TUNEBENCH_CACHE="$work/rec.sqlite" TUNEBENCH_RUNS="$work/rec-runs" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter='cpu_.*/M:1/' --benchmark_min_time=0.01 >/dev/null 2>"$work/rec.err" || fail "record run: $(cat "$work/rec.err")"
+rec=$(ls -d "$work"/rec-runs/*)
+run replay PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 REPLAY_FROM="$rec" || fail "replay with the warmup: $(cat "$work/replay.err")"
+grep -q 'parallel warmup: 2 keys on 2 shards' "$work/replay.err" || fail "the warmup swept replayed keys: $(cat "$work/replay.err")"
+[ "$(keys replay)" -eq 2 ] || fail "the warmup of a replay stored $(keys replay) keys, expected the 2 not replayed"
+[ "$(sources replay)" = "replayed=2 tuned=2" ] || fail "replay with the warmup recorded $(sources replay)"
+run replayiso CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 REPLAY_FROM="$rec" || fail "isolated replay: $(cat "$work/replayiso.err")"
+grep -q 'isolated sweep: 2 keys in a child process' "$work/replayiso.err" || fail "the isolated sweep swept replayed keys: $(cat "$work/replayiso.err")"
+[ "$(keys replayiso)" -eq 2 ] || fail "the isolated sweep of a replay stored $(keys replayiso) keys, expected 2"
+
+# A read-only cache (as an unprivileged user: root writes a mode 444 file all the same; skipped
+# as root without setpriv). Keys to sweep: refused in one line before any shard starts, with
+# no run directory and no scratch folder left. Nothing to sweep: the cache answers, warned once.
+as_user=()
+if [ "$(id -u)" -ne 0 ]; then
+  as_user=(env)
+elif command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups env)
+fi
+if [ ${#as_user[@]} -eq 0 ]; then
+  echo "parallel_warmup: read-only cache checks skipped (root, and setpriv cannot drop to nobody)"
+else
+  chmod 755 "$work"
+  mkdir -m 777 "$work/ro" "$work/ro-runs" "$work/ro-tmp" "$work/ro-kernels"
+  cp "$work/rec.sqlite" "$work/ro/ro.sqlite" && chmod 444 "$work/ro/ro.sqlite"
+  ro_bench() {  # ro_bench NAME FILTER ENV... : bench as the unprivileged user on the read-only cache
+    local name=$1 filter=$2; shift 2
+    "${as_user[@]}" HOME="$work/ro-tmp" TMPDIR="$work/ro-tmp" TUNEBENCH_RUNS="$work/ro-runs" \
+      TUNEBENCH_KERNEL_CACHE="$work/ro-kernels" TUNEBENCH_CACHE="$work/ro/ro.sqlite" "$@" "$bench" \
+      --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 >"$work/$name.out" 2>"$work/$name.err"
+  }
+  set +e; ro_bench ro-sweep cpu_ PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
+  [ "$rc" -eq 2 ] || fail "warmup on a read-only cache exited $rc, expected 2: $(cat "$work/ro-sweep.err")"
+  [ "$(grep -c . "$work/ro-sweep.err")" -eq 1 ] && grep -q "config cache $work/ro/ro.sqlite is read-only, and 2 keys need tuning that the parallel warmup could not store: point TUNEBENCH_CACHE" \
+    "$work/ro-sweep.err" || fail "read-only cache with keys to sweep: expected one line: $(cat "$work/ro-sweep.err")"
+  [ -z "$(find "$work/ro-runs" "$work/ro-tmp" -mindepth 1)" ] || fail "a refused warmup left files: $(ls -R "$work/ro-runs" "$work/ro-tmp")"
+  set +e; ro_bench ro-iso cpu_ TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "2 keys need tuning that the isolated sweep could not store" "$work/ro-iso.err" \
+    || fail "isolated sweep on a read-only cache: rc $rc $(cat "$work/ro-iso.err")"
+  ro_bench ro-cached 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
+    || fail "warmup on a read-only cache that answers every key: $(cat "$work/ro-cached.err")"
+  [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-cached.err")" -eq 1 ] \
+    || fail "no single read-only warning: $(cat "$work/ro-cached.err")"
+  grep -q 'parallel warmup: 0 keys' "$work/ro-cached.err" || fail "cached keys swept: $(cat "$work/ro-cached.err")"
+  [ "$(grep -c manual_time "$work/ro-cached.out")" -eq 2 ] && ! grep -q 'ERROR OCCURRED' "$work/ro-cached.out" \
+    || fail "a read-only cache did not answer its keys: $(cat "$work/ro-cached.out")"
+  # In a read-only folder too (no -shm can be made beside the WAL file), with or without a sweep.
+  mkdir "$work/rodir" && cp "$work/rec.sqlite" "$work/rodir/ro.sqlite" && chmod 444 "$work/rodir/ro.sqlite" && chmod 555 "$work/rodir"
+  for n in 1 2; do
+    ro_bench ro-dir$n 'cpu_.*/M:1/' TUNEBENCH_CACHE="$work/rodir/ro.sqlite" PARALLEL_WARMUP_GPUS=$n CUDA_VISIBLE_DEVICES=6,7 \
+      || fail "a read-only cache in a read-only folder (N=$n): $(cat "$work/ro-dir$n.err")"
+    [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-dir$n.err")" -eq 1 ] \
+      || fail "no single read-only warning (read-only folder, N=$n): $(cat "$work/ro-dir$n.err")"
+    [ "$(grep -c manual_time "$work/ro-dir$n.out")" -eq 2 ] && ! grep -q 'ERROR OCCURRED' "$work/ro-dir$n.out" \
+      || fail "a read-only cache in a read-only folder did not answer its keys (N=$n): $(cat "$work/ro-dir$n.out")"
+  done
+fi
 
 # An injected disagreement is counted, reported and in the JSON context.
 run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 \
@@ -83,6 +158,7 @@ run isolated CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_FAULT_
 grep -q 'isolated sweep: 4 keys in a child process' "$work/isolated.err" || fail "no isolated sweep: $(cat "$work/isolated.err")"
 grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/isolated.err" || fail "the child was not on the first device"
 grep -q 'isolated sweep round 2' "$work/isolated.err" || fail "no further round after a sticky error"
+[ "$(sources isolated)" = "tuned=4" ] || fail "keys the isolated sweep tuned are not recorded as tuned: $(sources isolated)"
 [ "$(keys isolated)" -eq 4 ] || fail "not every key was tuned in the isolated sweep: $(keys isolated)"
 [ "$(grep -c manual_time "$work/isolated.out")" -eq 4 ] && ! grep -q 'ERROR OCCURRED' "$work/isolated.out" \
   || fail "a benchmark failed after the isolated sweep: $(cat "$work/isolated.out")"
@@ -159,13 +235,27 @@ sleep 0.5
 run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
 ! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"
 run empty PARALLEL_WARMUP_GPUS= || fail "empty N"
-for bad in 0 -2 two 1.5 02 +2; do
+for bad in 0 -2 two 1.5 02 +2 10000; do
   set +e; PARALLEL_WARMUP_GPUS=$bad "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/bad.err"; rc=$?; set -e
   [ "$rc" -eq 2 ] && grep -q "PARALLEL_WARMUP_GPUS='$bad'" "$work/bad.err" || fail "PARALLEL_WARMUP_GPUS=$bad: rc $rc $(cat "$work/bad.err")"
 done
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/dup.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "lists '6' twice" "$work/dup.err" || fail "a repeated device token was accepted: $(cat "$work/dup.err")"
+# Shards work in a scratch folder under TMPDIR: one that is missing or not a folder is named.
+set +e; env TMPDIR="$work/nonexistent" TUNEBENCH_CACHE="$work/tmpdir.sqlite" TUNEBENCH_RUNS="$work/tmpdir-runs" PARALLEL_WARMUP_GPUS=2 \
+  CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/tmpdir.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ "$(grep -c . "$work/tmpdir.err")" -eq 1 ] &&
+  grep -q "bench: TMPDIR='$work/nonexistent': .*expected an existing folder for the sweep's scratch files" "$work/tmpdir.err" \
+  || fail "a missing TMPDIR: rc $rc $(cat "$work/tmpdir.err")"
+[ -z "$(ls -A "$work/tmpdir-runs" 2>/dev/null)" ] || fail "a missing TMPDIR left a run directory"
+# Only the entries given to shards must differ: a repeat past the N-th is not used.
+run dup3 PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7,6 || fail "a repeat past the shards' entries was refused: $(cat "$work/dup3.err")"
+unset_err=$(env -u CUDA_VISIBLE_DEVICES TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ 2>&1 >/dev/null) && fail "N=2 with no device accepted"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  [[ "$unset_err" == *"no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset"* ]] || fail "no device, variable unset: $unset_err"
+fi
 set +e; env TUNEBENCH_CACHE="$work/n.sqlite" TUNEBENCH_RUNS="$work/n-runs" PARALLEL_WARMUP_GPUS=3 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
   --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/n.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"

@@ -65,7 +65,7 @@ class Statement {
   }
   [[noreturn]] void fail(int rc, const char* what) const {
     throw SqliteError(std::string("config cache ") + what + " on " + db_.path().string() + ": " +
-                          sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_.handle()) + ")",
+                          describe_error(rc, db_.handle()),
                       rc);
   }
   Database& db_;
@@ -142,6 +142,7 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage) : path_(path)
   if (fs::is_directory(path_, ec)) {
     throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
   }
+  ec.clear();  // is_directory of a file not yet made sets it: not an error of the folder
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec) {
     throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),

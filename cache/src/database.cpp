@@ -1,26 +1,52 @@
 #include "tunebench/cache/database.hpp"
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 namespace tunebench::cache {
 namespace {
 
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& call, const std::filesystem::path& path) {
-  std::string msg = call + " on " + path.string() + ": " + sqlite3_errstr(rc);
-  if (db) msg += std::string(" (") + sqlite3_errmsg(db) + ")";
-  throw SqliteError(msg, rc);
+  throw SqliteError(call + " on " + path.string() + ": " + describe_error(rc, db), rc);
 }
 
+// The "file:" URI of `path` with `query`, for SQLITE_OPEN_URI: absolute (an empty authority
+// before it), with the characters a URI gives a meaning percent-encoded.
+std::string file_uri(const std::filesystem::path& path, const char* query) {
+  std::string uri = "file://";
+  for (const char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + query;
+}
+
+int probe_read(sqlite3* db) { return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr); }
+
 }  // namespace
+
+std::string describe_error(int rc, sqlite3* db) {
+  std::string text = sqlite3_errstr(rc);
+  if (!db) return text;
+  // sqlite3_errmsg repeats sqlite3_errstr unless it has more to say (the SQL's error, say).
+  const std::string detail = sqlite3_errmsg(db);
+  if (!detail.empty() && detail != text) text += " (" + detail + ")";
+  return text;
+}
 
 Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : path_(path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3* db = std::exchange(db_, nullptr);
-    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " +
-                            sqlite3_errstr(rc) + (db ? std::string(" (") + sqlite3_errmsg(db) + ")" : "");
+    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " + describe_error(rc, db);
     sqlite3_close(db);
     throw SqliteError(msg, rc);
   }
@@ -34,7 +60,34 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : pat
       throw;
     }
   }
+  int rc_read = probe_read(db_);
+  if (rc_read != SQLITE_READONLY && rc_read != SQLITE_CANTOPEN) return;
+  // A WAL file in a folder this process cannot write: a reader needs the -shm index beside it,
+  // which SQLite cannot create there (sqlite.org/wal.html, read-only databases). mode=ro reads
+  // through an -shm that exists; immutable=1 reads the file alone, which is only right while
+  // no -wal holds transactions not yet copied into it.
+  std::filesystem::path wal = path;
+  wal += "-wal";
+  std::error_code ec;
+  const bool wal_pending = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
+  for (const char* query : {"mode=ro", "immutable=1"}) {
+    if (wal_pending && std::string(query) == "immutable=1") break;
+    sqlite3_close(std::exchange(db_, nullptr));
+    const int rc_open = sqlite3_open_v2(file_uri(path, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    rc_read = rc_open == SQLITE_OK ? probe_read(db_) : rc_open;
+    if (rc_read == SQLITE_OK) {
+      sqlite3_busy_timeout(db_, busy_timeout_ms);
+      return;
+    }
+  }
+  const std::string msg = "reading " + path.string() + " (its folder cannot be written, and it is in WAL mode" +
+                          (wal_pending ? " with a -wal file not yet checkpointed" : "") +
+                          "): " + describe_error(rc_read, db_);
+  sqlite3_close(std::exchange(db_, nullptr));
+  throw SqliteError(msg, rc_read);
 }
+
+bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
 Database::Database(Database&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}

@@ -131,7 +131,9 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   const cache::Key key = cache_key(op, family.shape, context);
   if (!options) {
     std::string unusable;
-    if (auto cached = cached_config(family, context, &unusable)) return {std::move(*cached), ConfigSource::kCache};
+    if (auto cached = cached_config(family, context, &unusable)) {
+      return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
+    }
     if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
   }
   std::vector<cache::Measurement> known;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 
@@ -221,7 +222,14 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   std::filesystem::path run_dir;
   std::string out_default;
   std::vector<char*> args(argv, argv + argc);
+  std::vector<std::filesystem::path> made_roots;  // folders claim_run_dir creates, innermost first
   if (!listing && opt.shard < 0) {
+    std::error_code ec;
+    for (auto p = std::filesystem::absolute(opt.runs, ec); !ec && !p.empty() && !std::filesystem::exists(p, ec);
+         p = p.parent_path()) {
+      made_roots.push_back(p);
+      if (p == p.parent_path()) break;
+    }
     run_dir = claim_run_dir(opt.runs, std::time(nullptr));
     if (!has_flag(argc, argv, "--benchmark_out")) {
       // Named after --benchmark_out_format, so a CSV is never called results.json.
@@ -243,6 +251,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   // that holds only the manifest of a run that an error ended before it measured anything.
   struct RemoveIfEmpty {
     const std::filesystem::path& dir;
+    const std::vector<std::filesystem::path>& made_roots;
     ~RemoveIfEmpty() {
       std::error_code ec;
       if (dir.empty()) return;
@@ -256,8 +265,13 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
         if (!ec && entries == 1 && manifest_only) std::filesystem::remove(dir / "manifest.json", ec);
       }
       if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+      // Nor the TUNEBENCH_RUNS folder this run made for it.
+      for (const auto& p : made_roots) {
+        if (!std::filesystem::is_empty(p, ec) || ec) break;
+        std::filesystem::remove(p, ec);
+      }
     }
-  } remove_if_empty{run_dir};
+  } remove_if_empty{run_dir, made_roots};
   std::string out_flag;
   const std::string out_file = redirect_output(argc, argv, out_flag);
   check_paths(out_file);
@@ -329,11 +343,6 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   if (!listing) {
     const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
     context->cache = std::make_shared<cache::ConfigCache>(path);
-    // SQLite opens a read-only file for reading; say so once instead of failing key by key.
-    if (opt.shard < 0 && access(path.c_str(), W_OK) != 0) {
-      std::cerr << "bench: config cache " << path.string() << " is read-only: keys it does not answer cannot be "
-                << "tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
-    }
     benchmark::AddCustomContext("tunebench_cache", path.string());
   }
   if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
@@ -385,6 +394,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
       if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !gpu.available())) continue;
+      // A replayed benchmark runs its recorded config without tuning: sweeping its key would
+      // cost the whole sweep for a result nobody reads.
+      if (context->replay.count(f.name)) continue;
       if (!cached_config(f, *context)) untuned.push_back(&f);
     }
     return untuned;
@@ -408,6 +420,20 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     const std::string self = ec ? std::string(argv[0]) : exe.string();
     auto untuned = untuned_now();
+    if (context->cache && context->cache->read_only() && !untuned.empty()) {
+      // The children's results reach the run only through the cache: refuse before any sweep
+      // starts rather than lose the sweep at the merge.
+      std::set<std::string> keys;
+      for (const Family* f : untuned) {
+        const auto k = cache_key(*f->op, f->shape, *context);
+        keys.insert(k.op + '\x1f' + k.kernel_version + '\x1f' + k.tuning_key + '\x1f' + k.device_name + '\x1f' +
+                    k.device_cc + '\x1f' + k.toolkit + '\x1f' + k.timing_mode);
+      }
+      throw std::invalid_argument("config cache " + context->cache->path().string() + " is read-only, and " +
+                                  std::to_string(keys.size()) + " keys need tuning that the " + what +
+                                  " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
+    }
+    const auto to_sweep = untuned;
     WarmupReport w = parallel_warmup(untuned, *context, shards, tokens, self, original_args, isolate ? 0.0 : 0.1);
     // Keys a crashed shard left (a sticky CUDA error ends a shard) get further rounds in fresh
     // processes, as long as each round finishes some.
@@ -423,6 +449,9 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       progress = left.size() > untuned_now().size() || more.crashed_shards > 0;
       untuned = left;
     }
+    for (const Family* f : to_sweep) {
+      if (cached_config(*f, *context)) context->swept.insert(f->name);
+    }
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
     if (isolate) {
@@ -433,8 +462,10 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
       benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
     } else {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
       std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
-                << static_cast<long long>(w.seconds) << " s, " << w.tuned << " tuned, " << w.crashed_shards
+                << seconds << " s, " << w.tuned << " tuned, " << w.crashed_shards
                 << " shards failed, " << w.disagreeing.size() << " disagreements\n";
       for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
         const auto& sh = w.per_shard[i];
@@ -455,6 +486,12 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
   }
 
+  // SQLite opens a read-only file for reading; say so once instead of failing key by key
+  // (after the sweep's refusal above, so a refused run prints one line).
+  if (!listing && context->cache->read_only()) {
+    std::cerr << "bench: config cache " << context->cache->path().string() << " is read-only: keys it does not "
+              << "answer cannot be tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
+  }
   if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
   if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
   std::size_t matched = 0;

@@ -156,7 +156,7 @@ int warmup_gpus_from_env() {
   const long n = digits ? std::stol(s) : 0;
   if (!digits || n < 1) {
     throw std::invalid_argument(std::string("PARALLEL_WARMUP_GPUS='") + v +
-                                "': expected the number of GPUs to shard the autotune sweep over (1 or more)");
+                                "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
   }
   return static_cast<int>(n);
 }
@@ -181,6 +181,31 @@ std::vector<std::string> device_tokens(const char* visible, int device_count) {
     pos = comma + 1;
   }
   return tokens;
+}
+
+std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible) {
+  if (n > static_cast<int>(tokens.size())) {
+    const std::string asked = "PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but ";
+    if (tokens.empty()) {
+      throw std::invalid_argument(asked + "no CUDA device is visible (CUDA_VISIBLE_DEVICES is " +
+                                  (visible ? "empty" : "unset, and no device was found") +
+                                  "): expected at least " + std::to_string(n) + " GPUs to shard the sweep over");
+    }
+    throw std::invalid_argument(asked + "only " + std::to_string(tokens.size()) + " devices are visible (" +
+                                (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible)
+                                         : std::string("CUDA_VISIBLE_DEVICES is unset: every device found")) +
+                                ")");
+  }
+  const std::vector<std::string> devices(tokens.begin(), tokens.begin() + std::max(0, n));
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        throw std::invalid_argument("CUDA_VISIBLE_DEVICES lists '" + devices[i] +
+                                    "' twice: two shards would share one GPU");
+      }
+    }
+  }
+  return devices;
 }
 
 double sweep_cost_s(double flops, double bytes, int configs, const TuneOptions& options, double peak_flops,
@@ -232,18 +257,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share) {
   const double hang_s = hang_timeout_s();  // checked before anything starts
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (tokens[i] == tokens[j]) {
-        throw std::invalid_argument("CUDA_VISIBLE_DEVICES lists '" + tokens[i] +
-                                    "' twice: two shards would share one GPU");
-      }
-    }
-  }
-  if (n > static_cast<int>(tokens.size())) {
-    throw std::invalid_argument("PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but only " +
-                                std::to_string(tokens.size()) + " devices are visible (CUDA_VISIBLE_DEVICES)");
-  }
+  const std::vector<std::string> devices = shard_devices(tokens, n, std::getenv("CUDA_VISIBLE_DEVICES"));
   WarmupReport report;
   report.shards = n;
   // One family per cache key: the shards tune keys, not benchmarks.
@@ -269,11 +283,35 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   }
   const ShardPlan plan = plan_shards(costs, n, trust_share);
 
-  std::string dir_template = (fs::temp_directory_path() / "tunebench-warmup-XXXXXX").string();
+  // The shards' lists, caches and progress files live under TMPDIR (else /tmp).
+  const char* tmp_var = nullptr;
+  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {  // what temp_directory_path reads
+    if (const char* v = std::getenv(var); v && *v) {
+      tmp_var = var;
+      break;
+    }
+  }
+  const std::string tmp_name = tmp_var ? std::string(tmp_var) + "='" + std::getenv(tmp_var) + "'" : "/tmp";
+  std::error_code tmp_ec;
+  const fs::path tmp = fs::temp_directory_path(tmp_ec);
+  if (tmp_ec) {
+    throw std::invalid_argument(tmp_name + ": " + tmp_ec.message() + ", expected an existing folder for the " +
+                                "sweep's scratch files");
+  }
+  std::string dir_template = (tmp / "tunebench-warmup-XXXXXX").string();
   if (!mkdtemp(dir_template.data())) {
-    throw std::runtime_error("parallel warmup: cannot create " + dir_template + ": " + std::strerror(errno));
+    throw std::invalid_argument(tmp_name + ": cannot create " + dir_template + " (" + std::strerror(errno) +
+                                "), expected a writable folder for the sweep's scratch files");
   }
   const fs::path dir = dir_template;
+  // Removed however this function ends; only a SIGKILL of bench itself leaves it behind.
+  struct Scratch {
+    const fs::path& dir;
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } scratch{dir};
   const auto started = std::chrono::steady_clock::now();
   if (std::any_of(keys.begin(), keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
     const std::size_t configs = precompile_for(keys, fitting, context);
@@ -289,6 +327,14 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   g_signal = 0;
   sigaction(SIGINT, &act, &old_int);
   sigaction(SIGTERM, &act, &old_term);
+  // An error below must not leave Ctrl-C caught by a handler nobody reads any more.
+  struct RestoreSignals {
+    const struct sigaction &on_int, &on_term;
+    ~RestoreSignals() {
+      sigaction(SIGINT, &on_int, nullptr);
+      sigaction(SIGTERM, &on_term, nullptr);
+    }
+  } restore_signals{old_int, old_term};
 
   std::vector<Child> children(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -321,7 +367,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     children[static_cast<std::size_t>(i)].active_at = std::chrono::steady_clock::now();
     Child& c = children[static_cast<std::size_t>(i)];
     c.planned = static_cast<int>(plan.shards[static_cast<std::size_t>(i)].size());
-    c.pid = spawn(exe, child_args, tokens[static_cast<std::size_t>(i)], store, fds[1]);
+    c.pid = spawn(exe, child_args, devices[static_cast<std::size_t>(i)], store, fds[1]);
     close(fds[1]);
     c.err_fd = fds[0];
   }
@@ -398,8 +444,9 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
         per += " " + std::to_string(children[i].tuned) + "/" + std::to_string(children[i].planned);
       }
       const double eta = done > 0 ? elapsed * (total - done) / done : 0;
-      std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
-                   per.c_str(), elapsed, eta);
+      // Sweeps, not keys: a doubled key is swept on two shards, so there are more sweeps than keys.
+      std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %d keys (shards:%s) %.0f s, ETA %.0f s", done,
+                   total, report.keys, per.c_str(), elapsed, eta);
     }
   }
   if (tty) std::cerr << "\r\033[K";
@@ -413,7 +460,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
       const auto tab = c.progress.find('\t');
       const std::string name = c.progress.substr(0, tab);
       const std::string activity = tab == std::string::npos ? "" : c.progress.substr(tab + 1);
-      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") hung on "
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") hung on "
                 << (name.empty() ? std::string("its start-up") : name + " [" + activity + "]") << " for "
                 << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
                 << c.planned << " keys\n";
@@ -432,7 +479,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
     if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
-      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << tokens[i] << ") "
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") "
                 << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
                 << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
     }
@@ -466,7 +513,7 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
     }
   }
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::remove_all(dir, ec);  // now: a re-raised signal below ends the process without unwinding
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   sigaction(SIGINT, &old_int, nullptr);

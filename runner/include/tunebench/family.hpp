@@ -6,6 +6,7 @@
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ struct RunContext {
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
   /// exactly that config, without tuning; one missing is tuned live (its record says so).
   std::map<std::string, RecordedConfig> replay;
+  /// Families whose key the parallel warmup or the isolated sweep tuned in this run: their
+  /// config comes from the cache but was tuned now, and is recorded as such (ConfigSource::kTuned).
+  std::set<std::string> swept;
   /// Replayed configs that failed and what replaced them (shared by the benchmark's calls).
   struct ReplayFallbacks {
     std::mutex mutex;

@@ -10,8 +10,8 @@
 namespace tunebench {
 
 /// PARALLEL_WARMUP_GPUS: unset, empty or "1" give 1 (no sharding: the hook stays installed and
-/// does nothing); N >= 2 gives N. "0", a negative value or anything not a number throws
-/// std::invalid_argument naming the variable.
+/// does nothing); N from 2 to 9999 gives N. "0", a larger or negative value, or anything not
+/// a plain decimal throws std::invalid_argument naming the variable and the range.
 int warmup_gpus_from_env();
 
 /// Seconds without progress after which a sweep's child process counts as hung and is killed:
@@ -24,6 +24,12 @@ double hang_timeout_s();
 /// are passed on as written; nothing is parsed as a number). Unset: "0" .. "device_count-1".
 /// An empty entry throws std::invalid_argument.
 std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
+
+/// The devices of shards 0 .. n-1: the first n of `tokens` (device_tokens). Entries past the
+/// n-th are not used, so they are not looked at. Throws std::invalid_argument, one line, when
+/// fewer than n are given or two of the first n are the same entry (two shards would share one
+/// GPU). `visible` is CUDA_VISIBLE_DEVICES as set (null: unset), for the message only.
+std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible);
 
 /// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
 /// (longest-processing-time scheduling); then a `trust_share` of the keys (rounded, at least one
@@ -73,8 +79,9 @@ struct WarmupReport {
 /// (neither a stderr line nor a change of its progress file) for TUNEBENCH_HANG_TIMEOUT seconds
 /// (default 300; the clock waits while it reports compiling) is killed and reported with the
 /// key and config it was on; that config is stored in context.cache as status timeout, and
-/// the child counts in crashed_shards. Throws
-/// std::invalid_argument if n > tokens.size(), or for a bad TUNEBENCH_HANG_TIMEOUT.
+/// the child counts in crashed_shards. Its scratch folder (tunebench-warmup-* under TMPDIR, else
+/// /tmp) is removed however it ends. Throws std::invalid_argument when shard_devices refuses
+/// `tokens`, for a bad TUNEBENCH_HANG_TIMEOUT, or when TMPDIR is not a writable folder.
 WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunContext& context, int n,
                              const std::vector<std::string>& tokens, const std::string& exe,
                              const std::vector<std::string>& args, double trust_share = 0.1);

@@ -110,6 +110,8 @@ class ConfigCache {
   std::vector<Key> measured_keys();
 
   const std::filesystem::path& path() const { return path_; }
+  /// True when this process cannot write the file: every read works, every store() throws.
+  bool read_only() const { return db_->read_only(); }
   /// Where a corrupt or foreign file found at open was moved, if one was.
   const std::optional<std::filesystem::path>& moved_aside() const { return moved_aside_; }
   Database& database() { return *db_; }

@@ -21,12 +21,20 @@ class SqliteError : public std::runtime_error {
   int code_;
 };
 
+/// SQLite's name of result `rc` (sqlite3_errstr), followed in parentheses by the connection's
+/// message (sqlite3_errmsg) when `db` is given and the message says more than the name.
+std::string describe_error(int rc, sqlite3* db);
+
 /// The move-only owner of one sqlite3 connection, opened read-write (created if missing) with
 /// write-ahead logging and a busy timeout, so several processes can share one file.
 class Database {
  public:
-  /// Opens or creates `path` (its parent folders too). Throws SqliteError if it cannot, or
-  /// std::filesystem::filesystem_error if the folder cannot be created.
+  /// Opens or creates `path` (its parent folders too). A file that can be read but not
+  /// written is opened read-only (read_only()), also in a folder where the WAL's -shm and -wal
+  /// files cannot be created: then through an -shm that exists, else as an immutable file
+  /// (unless a non-empty -wal holds transactions the file lacks). Throws SqliteError if it
+  /// cannot be opened or read, or std::filesystem::filesystem_error if the folder cannot be
+  /// created.
   explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000);
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
@@ -40,6 +48,10 @@ class Database {
   int user_version();
   /// Result of PRAGMA integrity_check: "ok" when the file is sound.
   std::string integrity_check();
+
+  /// True when the connection cannot write (sqlite3_db_readonly): SQLite opens a file the
+  /// process may not write read-only instead of failing.
+  bool read_only() const;
 
   sqlite3* handle() const { return db_; }
   const std::filesystem::path& path() const { return path_; }
