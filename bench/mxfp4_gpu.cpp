@@ -185,6 +185,8 @@ float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool f
 
 bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16"); }
 
+bool is_decode_config(const Config& config) { return config.has("DECODE"); }
+
 bool foldscale_from_env() {
   const char* v = std::getenv("FLAGGEMS_MXFP4_FOLDSCALE");
   if (!v || std::strcmp(v, "0") == 0) return false;
@@ -234,6 +236,20 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
   // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
   // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm.
+  // Few rows (dense only): the decode kernel, W straight to registers, warps splitting K. The
+  // default keeps the region where the winners of all 36 BLOCK_M {8, 16} x WARPS_K {4, 8, 16}
+  // x UNROLL {4, 8} x SPLIT_K {1, 2, 4} configs sat on the decode sets (H200, 2026-11-30:
+  // 16 warps without split-K for N = 4096, 8 warps with SPLIT_K 4 for N = 1024; BLOCK_M 16
+  // never won); the expanded space goes past it, to 32 warps and UNROLL 2.
+  const auto add_decode = [&] {
+    if (routed()) return;
+    if (kind == SpaceKind::kExpanded) {
+      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1, 2, 4}}});
+    } else {
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}}});
+    }
+  };
   const auto add_dequant = [&] {
     if (routed()) return;
     add({{"DEQUANT_BF16", {1}},
@@ -257,6 +273,7 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {3, 4, 6, 8}}, {"SPLIT_K", {1, 2, 4}}});
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
          {"STAGES", {8}}, {"SPLIT_K", {1, 2, 4}}});
+    add_decode();
     add_dequant();
     return out;
   }
@@ -286,6 +303,7 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
   add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
        {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+  add_decode();
   add_dequant();
   return out;
 }
@@ -294,6 +312,13 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
   if (is_dequant_config(config)) {
     return !routed() && config.get("DEQUANT_BF16") == 1 && config.get("ALGO") >= 0 &&
            shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
+  }
+  if (is_decode_config(config)) {
+    const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
+                       unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
+    return !routed() && config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
+           unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
+           shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   const Tiles t(config);
   if (t.block_m % 8 || t.warps < 1 || t.warps_k < 1 || t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) ||
@@ -358,8 +383,12 @@ const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
     k->gemm = k->library.kernel("mxfp4_dequant_bf16");
     return *(loaded_[key] = std::move(k));
   }
-  k->gemm = k->library.kernel("mxfp4_gemm");
   k->finish = k->library.kernel("mxfp4_splitk_finish");
+  if (is_decode_config(config)) {  // static shared memory only
+    k->gemm = k->library.kernel("mxfp4_decode");
+    return *(loaded_[key] = std::move(k));
+  }
+  k->gemm = k->library.kernel("mxfp4_gemm");
   k->smem = static_cast<int>(Tiles(config).smem_bytes());
   TUNEBENCH_CUDA_CHECK(cudaKernelSetAttributeForDevice(k->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                        k->smem, device));
@@ -370,14 +399,16 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
                         float* yacc, int rows, int n, int k, int grid_rows, const void* tiles,
                         const int* a_rows, const int* out_rows, cudaStream_t stream) const {
   const Kernels& kern = kernels(config);
-  const Tiles t(config);
   void* args[] = {&a, &wq, &ws, &y, &yacc, &rows, &n, &k, &tiles, &a_rows, &out_rows};
-  const dim3 grid(static_cast<unsigned>(n / t.block_n), static_cast<unsigned>(grid_rows),
-                  static_cast<unsigned>(t.split_k));
+  const bool decode = is_decode_config(config);
+  const std::int64_t split_k = config.get("SPLIT_K");
+  const auto block_n = decode ? 16 : config.get("BLOCK_N");
+  const auto threads = decode ? config.get("WARPS_K") * 32 : config.get("WARPS") * 32;
+  const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), grid,
-                                        dim3(static_cast<unsigned>(t.warps * 32)), args,
+                                        dim3(static_cast<unsigned>(threads)), args,
                                         static_cast<std::size_t>(kern.smem), stream));
-  if (t.split_k > 1) {
+  if (split_k > 1) {
     long long count = static_cast<long long>(rows) * n;
     void* fargs[] = {&yacc, &y, &count};
     const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + 255) / 256, 132 * 16));
@@ -439,10 +470,9 @@ void Mxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t stream)
     run_dequant(w, weights.codes.get(), weights.scales.get(), config, stream);
     return;
   }
-  const Tiles t(config);
   launch(config, w.x.get(), weights.codes.get(), weights.scales.get(), w.y.get(), w.yacc.as<float>(),
          static_cast<int>(w.shape.m), static_cast<int>(w.shape.n), static_cast<int>(w.shape.k),
-         ceil_div(w.shape.m, t.block_m), nullptr, nullptr, nullptr, stream);
+         ceil_div(w.shape.m, config.get("BLOCK_M")), nullptr, nullptr, nullptr, stream);
 }
 
 void Mxfp4GemmOp::run_dequant(Workload& work, const void* wq, const void* ws, const Config& config,

@@ -49,6 +49,10 @@ const std::string& mxfp4_kernel_source();
 /// parameter DEQUANT_BF16) rather than to the tile configs of the fused kernel.
 bool is_dequant_config(const Config& config);
 
+/// Whether `config` belongs to mxfp4_gemm's decode family (it has the parameter DECODE): the
+/// mxfp4_decode kernel, W loaded straight to registers, for M <= Mxfp4GpuOp::kDecodeMaxRows.
+bool is_decode_config(const Config& config);
+
 /// Compiles the kernel for `config` (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K), dense
 /// or grouped, with FOLDSCALE on or off, for `arch` (e.g. "sm_90"); for a dequantize config,
 /// the dequantization kernel (one for every ALGO; `moe` is ignored). Never throws for a config
@@ -81,6 +85,9 @@ class Mxfp4GpuOp : public Op {
   /// weights' bytes, and writing and rereading W as BF16 (4 bytes per weight against 0.53)
   /// cannot pay off.
   static constexpr std::int64_t kDequantMinRows = 128;
+  /// Largest M the decode configs run at: each block row covers BLOCK_M (8 or 16) rows and
+  /// rereads W, so beyond a few block rows the tile configs' reuse of each W fragment wins.
+  static constexpr std::int64_t kDecodeMaxRows = 64;
 
   /// Tile configs of the fused kernel: BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K (warps
   /// splitting K within a block), STAGES, SPLIT_K (blocks splitting K). Default (54 tile
@@ -88,15 +95,22 @@ class Mxfp4GpuOp : public Op {
   /// docs/cache-and-autotuner.md): decode tiles (BLOCK_M 8/16, BLOCK_N 16..64), late-decode
   /// tiles (BLOCK_M 32/64, 8 warps) and prefill tiles (BLOCK_M 32..128). Expanded (832 tile
   /// configs, 661 of them usable on the shipped shapes): a superset with more values on every
-  /// axis. The dense op adds the dequantize-then-cuBLASLt family last: DEQUANT_BF16=1 with
-  /// ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's heuristic candidates as
-  /// in bf16_gemm.
+  /// axis. The dense op adds two families after them: the decode kernel, DECODE=1 with
+  /// BLOCK_M (activation rows per block), WARPS_K (warps per block, each on 1/WARPS_K of the
+  /// block's K range), UNROLL (32-column atoms each warp loads before computing) and SPLIT_K
+  /// (default: BLOCK_M 8, WARPS_K 8/16, UNROLL 4/8, SPLIT_K 1/4, 8 configs; expanded: BLOCK_M
+  /// 8/16, WARPS_K 4..32, UNROLL 2/4/8, SPLIT_K 1/2/4, 72 configs); then the
+  /// dequantize-then-cuBLASLt family,
+  /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
+  /// heuristic candidates as in bf16_gemm.
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
   /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
   /// STAGES x stage bytes within the device's opt-in shared memory, WARPS * 32 threads within
-  /// its limit. Dequantize configs: the dense op only, M >= kDequantMinRows, ALGO >= 0 (an ALGO
-  /// beyond what cuBLASLt offers for the shape fails in run(), as in bf16_gemm).
+  /// its limit. Decode configs: the dense op only, M <= kDecodeMaxRows, BLOCK_M 8 or 16, N % 16
+  /// == 0, K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit.
+  /// Dequantize configs: the dense op only, M >= kDequantMinRows, ALGO >= 0 (an ALGO beyond
+  /// what cuBLASLt offers for the shape fails in run(), as in bf16_gemm).
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   /// Compiles `configs` into the kernel cache on `threads` threads (NVRTC compiles concurrently),
   /// so a sweep's first run of each config loads a cubin instead of compiling.

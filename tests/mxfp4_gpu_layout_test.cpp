@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -145,4 +146,40 @@ TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
   EXPECT_FALSE(dense.can_implement(c, small, dev));
   EXPECT_FALSE(moe.can_implement(c, large, dev));
   EXPECT_FALSE(dense.can_implement(tunebench::Config{{"DEQUANT_BF16", 1}, {"ALGO", -1}}, large, dev));
+}
+
+TEST(Mxfp4GpuOps, DecodeFamilyIsDenseOnlyAndForFewRows) {
+  using tunebench::bench::is_decode_config;
+  using tunebench::bench::Mxfp4GpuOp;
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const auto dev = tunebench::sm90_reference_device();
+  auto count = [](const std::vector<tunebench::Config>& space) {
+    return std::count_if(space.begin(), space.end(), is_decode_config);
+  };
+  EXPECT_GT(count(dense.config_space(tunebench::SpaceKind::kDefault)), 0);
+  EXPECT_GT(count(dense.config_space(tunebench::SpaceKind::kExpanded)), 0);
+  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kDefault)), 0);
+  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kExpanded)), 0);
+
+  const tunebench::Config c{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4}, {"SPLIT_K", 2}};
+  const tunebench::Shape decode{"s", "w2", Mxfp4GpuOp::kDecodeMaxRows, 4096, 2048, 256, 6, std::nullopt};
+  EXPECT_TRUE(dense.can_implement(c, decode, dev));  // 2048 = 32 * 8 * 4 * 2
+  tunebench::Shape more = decode;
+  more.m = Mxfp4GpuOp::kDecodeMaxRows + 1;
+  EXPECT_FALSE(dense.can_implement(c, more, dev));
+  EXPECT_FALSE(moe.can_implement(c, decode, dev));
+  auto with = [&](const char* name, std::int64_t v) {
+    std::vector<tunebench::Config::Param> p = c.params();
+    for (auto& kv : p) {
+      if (kv.first == name) kv.second = v;
+    }
+    return tunebench::Config(p);
+  };
+  EXPECT_FALSE(dense.can_implement(with("SPLIT_K", 4), decode, dev));   // 2048 % (32 * 8 * 4 * 4)
+  EXPECT_FALSE(dense.can_implement(with("BLOCK_M", 32), decode, dev));  // 8 or 16 rows only
+  EXPECT_FALSE(dense.can_implement(with("WARPS_K", 64), decode, dev));  // 2048 threads
+  tunebench::Shape odd_n = decode;
+  odd_n.n = 4104;
+  EXPECT_FALSE(dense.can_implement(c, odd_n, dev));
 }

@@ -70,8 +70,8 @@ TEST(NvrtcCompile, EveryDefaultConfigCompilesForSm90AndIsCached) {
   for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".cubin";
   for (const auto& c : configs) tiles += !tunebench::bench::is_dequant_config(c);
   ASSERT_LT(tiles, configs.size()) << "the dense op's dequantize-then-cuBLASLt family is missing";
-  // Distinct keys for dense/MoE and both FOLDSCALE variants of every tile config, and one
-  // dequantization kernel per FOLDSCALE variant shared by every ALGO.
+  // Distinct keys for dense/MoE and both FOLDSCALE variants of every tile and decode config,
+  // and one dequantization kernel per FOLDSCALE variant shared by every ALGO.
   EXPECT_EQ(files, tiles * 4 + 2);
 
   const auto again = tunebench::bench::compile_mxfp4_kernel(compiler, configs[0], false, false, "sm_90");

@@ -20,7 +20,9 @@
 // into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
-// expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M.
+// expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
+// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
+// the dense op's kernel for few rows (below).
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -104,7 +106,129 @@ __device__ __forceinline__ u16 to_bf16(float x) {
   return h;
 }
 
-#if !DEQUANT_ONLY
+#if DECODE
+// Decode (few rows): W straight from global memory to registers, no shared-memory pipeline.
+// Block = WARPS_K warps on one 16-row W tile, each warp taking a contiguous 1/WARPS_K of the
+// block's K range and loading UNROLL atoms (8 bytes of codes per lane, two scales, the
+// activation fragments) before it dequantizes and multiplies any of them, so that a warp keeps
+// UNROLL * 256 bytes of W in flight and an SM dozens of warps. The warps' sums meet in shared
+// memory; SPLIT_K > 1 adds the blocks' sums through fp32 atomics as in mxfp4_gemm. Rows:
+// BLOCK_M (8 or 16) activation rows per block row (the mma's N dimension).
+#define DMT (BLOCK_M / 8)
+
+__device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
+    mxfp4_decode(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
+                 u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
+                 const int4* __restrict__, const int* __restrict__, const int* __restrict__) {
+  // (The last three are mxfp4_gemm's grouped-MoE arguments, unused: one launch path for both.)
+  __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DMT * 4];
+  const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.y * BLOCK_M;
+  const long long atoms_per_row = K / 32;
+  const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
+  const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
+  const u8* wq = Wq + ((long long)blockIdx.x * atoms_per_row + atom0) * 256 + lane * 8;
+  const u8* ws = Ws + ((long long)blockIdx.x * atoms_per_row + atom0) * 16;
+  // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
+  // each 8-column quarter of an atom.
+  const u16* arow[DMT];
+  bool avalid[DMT];
+#pragma unroll
+  for (int m = 0; m < DMT; ++m) {
+    const int r = row0 + m * 8 + g;
+    avalid[m] = r < rows;
+    arow[m] = A + (long long)(avalid[m] ? r : 0) * K + atom0 * 32 + 2 * t;
+  }
+
+  float acc[DMT][4];
+#pragma unroll
+  for (int m = 0; m < DMT; ++m)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+
+  for (int a0 = 0; a0 < atoms_warp; a0 += UNROLL) {
+    uint2 q[UNROLL];
+    u32 s_lo_code[UNROLL], s_hi_code[UNROLL], b[UNROLL][DMT][4];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int a = a0 + u;
+      q[u] = ld_stream_v2(wq + (long long)a * 256);
+      s_lo_code[u] = ws[(long long)a * 16 + g];
+      s_hi_code[u] = ws[(long long)a * 16 + g + 8];
+#pragma unroll
+      for (int m = 0; m < DMT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)a * 32 + i * 8)) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      u32 s_lo = scale_bf16(s_lo_code[u]), s_hi = scale_bf16(s_hi_code[u]);
+      s_lo |= s_lo << 16;
+      s_hi |= s_hi << 16;
+      u32 fold_lo = 0, fold_hi = 0;
+      bool folded = false;
+#if FOLDSCALE
+      folded = __all_sync(0xffffffffu, (s_lo_code[u] <= 128u || s_lo_code[u] == 0xFFu) &&
+                                           (s_hi_code[u] <= 128u || s_hi_code[u] == 0xFFu));
+      fold_lo = s_lo_code[u] == 0xFFu ? 0x7FC0u : (s_lo_code[u] + 126u) << 7;
+      fold_hi = s_hi_code[u] == 0xFFu ? 0x7FC0u : (s_hi_code[u] + 126u) << 7;
+      fold_lo |= fold_lo << 16;
+      fold_hi |= fold_hi << 16;
+#endif
+      u32 w0[4], w1[4];
+      dequant_word(q[u].x, s_lo, s_hi, fold_lo, fold_hi, folded, w0);
+      dequant_word(q[u].y, s_lo, s_hi, fold_lo, fold_hi, folded, w1);
+#pragma unroll
+      for (int m = 0; m < DMT; ++m) {
+        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+      }
+    }
+  }
+
+#if WARPS_K > 1
+  if (wk > 0) {
+#pragma unroll
+    for (int m = 0; m < DMT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[wk - 1][lane][m * 4 + i] = acc[m][i];
+  }
+  __syncthreads();
+  if (wk > 0) return;
+#pragma unroll
+  for (int w = 0; w < WARPS_K - 1; ++w)
+#pragma unroll
+    for (int m = 0; m < DMT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][i] += red[w][lane][m * 4 + i];
+#endif
+
+  // C fragment: c0, c1 at W row g, activation rows 2t + {0,1}; c2, c3 at W row g + 8.
+  const int n = blockIdx.x * 16 + g;
+#pragma unroll
+  for (int m = 0; m < DMT; ++m) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = row0 + m * 8 + 2 * t + (i & 1);
+      if (r >= rows) continue;
+      const long long out = (long long)r * N + n + (i >> 1) * 8;
+#if SPLIT_K > 1
+      atomicAdd(Yacc + out, acc[m][i]);
+#else
+      Y[out] = to_bf16(acc[m][i]);
+#endif
+    }
+  }
+}
+
+#elif !DEQUANT_ONLY
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     mxfp4_gemm(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
@@ -281,6 +405,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   }
 }
 
+#endif
+
+#if !DEQUANT_ONLY
 // Split-K epilogue: rounds the fp32 sums to bf16 and zeroes the workspace for the next call.
 extern "C" __global__ void mxfp4_splitk_finish(float* __restrict__ Yacc, u16* __restrict__ Y,
                                                long long count) {
