@@ -249,6 +249,9 @@ set +e; env TMPDIR="$work/nonexistent" TUNEBENCH_CACHE="$work/tmpdir.sqlite" TUN
   grep -q "bench: TMPDIR='$work/nonexistent': .*expected an existing folder for the sweep's scratch files" "$work/tmpdir.err" \
   || fail "a missing TMPDIR: rc $rc $(cat "$work/tmpdir.err")"
 [ -z "$(ls -A "$work/tmpdir-runs" 2>/dev/null)" ] || fail "a missing TMPDIR left a run directory"
+# A TMPDIR that is set but empty means /tmp, as for every program that reads it.
+run emptytmp TMPDIR= PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 || fail "an empty TMPDIR was refused: $(cat "$work/emptytmp.err")"
+grep -q 'parallel warmup: 4 keys on 2 shards' "$work/emptytmp.err" || fail "no sweep with an empty TMPDIR: $(cat "$work/emptytmp.err")"
 # Only the entries given to shards must differ: a repeat past the N-th is not used.
 run dup3 PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7,6 || fail "a repeat past the shards' entries was refused: $(cat "$work/dup3.err")"
 unset_err=$(env -u CUDA_VISIBLE_DEVICES TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 "$bench" --tunebench_shapes="$tiny" \
