@@ -111,6 +111,25 @@ for inject in none evict-fails; do
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \
     "$work/bad-$inject.json" "$marker" || fail "$marker not in the JSON context"
 done
+# A recorded config the op cannot run (not one of its configs, or not for that shape: an edited
+# configs.json) is never run, whatever it is: it takes the same path, named with its source.
+first=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["configs"][0]["benchmark"])' "$record/configs.json")
+for bad in BLOCK_N=99999999999999,BLOCK_K=128 BLOCK_N=17,BLOCK_K=128 garbage FOO=1 BLOCK_N=0,BLOCK_K=128; do
+  /usr/bin/python3 - "$record/configs.json" "$work/bad-run/configs.json" "$bad" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["configs"][0]["config"] = sys.argv[3]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+  set +e; REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >"$work/bad.console" 2>"$work/bad.err"; rc=$?; set -e
+  [ "$rc" -eq 0 ] || fail "replay of the unrunnable config $bad exited $rc: $(cat "$work/bad.err")"
+  [ "$(grep -c "\[compile_cpu_mxfp4_gemm_evicted\] replayed config '$bad' of $first (from $work/bad-run/configs.json) is not one this op can run (" "$work/bad.err")" -eq 1 ] \
+    || fail "replay of the unrunnable config $bad: expected one marker line: $(cat "$work/bad.err")"
+  grep -q "^$first/manual_time .*BLOCK_N=[0-9]*,BLOCK_K=[0-9]*$" "$work/bad.console" && ! grep -qF "$bad" "$work/bad.console" \
+    || fail "replay of the unrunnable config $bad did not tune live: $(cat "$work/bad.console")"
+  grep -q '"source": "tuned"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "config replacing $bad not recorded as tuned"
+done
 
 sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
 mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"

@@ -81,6 +81,7 @@ std::string redirect_output(int argc, char** argv, std::string& storage) {
 
 // REPLAY_FROM: the recorded configs, refused when recorded on another device or kernel.
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
+  context.replay_source = (dir / "configs.json").string();
   for (auto& e : RunRecord::read(dir)) {
     const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
     if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist

@@ -65,12 +65,18 @@ struct RunContext {
   /// Every benchmark's config and its source is added here (record mode); may be null.
   std::shared_ptr<RunRecord> record;
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
-  /// exactly that config, without tuning; one missing is tuned live (its record says so).
+  /// exactly that config, without tuning; one missing is tuned live (its record says so). A
+  /// recorded config that is not one of the op's spaces, or that can_implement refuses for the
+  /// shape, is never run: like one that fails to compile or launch, it is evicted from the
+  /// cache and the key tuned live, with a marker (ReplayFallbacks).
   std::map<std::string, RecordedConfig> replay;
+  /// Where `replay` was read from (REPLAY_FROM's configs.json), for messages.
+  std::string replay_source;
   /// Families whose key the parallel warmup or the isolated sweep tuned in this run: their
   /// config comes from the cache but was tuned now, and is recorded as such (ConfigSource::kTuned).
   std::set<std::string> swept;
-  /// Replayed configs that failed and what replaced them (shared by the benchmark's calls).
+  /// Replayed configs that failed or that the op cannot run, and what replaced them (shared by
+  /// the benchmark's calls).
   struct ReplayFallbacks {
     std::mutex mutex;
     std::map<std::string, Config> config_of;  ///< family name -> the live-tuned config
