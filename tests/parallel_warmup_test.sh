@@ -231,6 +231,20 @@ sleep 0.5
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
   || fail "warmup scratch folder left behind"
 
+# A SIGINT that was ignored when bench started (a background job of a non-interactive shell,
+# nohup) stays ignored: the sweep, interrupted over and over, finishes as if nothing happened.
+rm -f "$work/ign.sqlite"
+( trap '' INT; exec env TUNEBENCH_CACHE="$work/ign.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >"$work/ign.out" 2>"$work/ign.err" ) &
+pid=$!
+for _ in $(seq 100); do [ -e "$work/ign.err" ] && break; sleep 0.05; done  # the trap is set before the redirection
+while kill -INT "$pid" 2>/dev/null; do sleep 0.05; done
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "bench with SIGINT ignored exited $rc: $(cat "$work/ign.err")"
+! grep -q 'interrupted' "$work/ign.err" && grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9.]+ s, [45] tuned, 0 shards failed' "$work/ign.err" \
+  || fail "an ignored SIGINT stopped the sweep: $(cat "$work/ign.err")"
+[ "$(grep -c manual_time "$work/ign.out")" -eq 4 ] || fail "bench with SIGINT ignored: $(cat "$work/ign.out")"
+
 # Values of PARALLEL_WARMUP_GPUS: 1 and empty are a silent no-op; bad ones and N > devices stop.
 run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
 ! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"

@@ -327,8 +327,12 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   act.sa_handler = on_signal;
   sigemptyset(&act.sa_mask);
   g_signal = 0;
-  sigaction(SIGINT, &act, &old_int);
-  sigaction(SIGTERM, &act, &old_term);
+  sigaction(SIGINT, nullptr, &old_int);
+  sigaction(SIGTERM, nullptr, &old_term);
+  // A signal ignored on entry stays ignored (a background job of a non-interactive shell, nohup):
+  // whoever started bench chose that it must not stop it.
+  if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &act, nullptr);
+  if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &act, nullptr);
   // An error below must not leave Ctrl-C caught by a handler nobody reads any more.
   struct RestoreSignals {
     const struct sigaction &on_int, &on_term;
