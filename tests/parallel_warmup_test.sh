@@ -106,6 +106,21 @@ else
   set +e; ro_bench ro-iso cpu_ TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
   [ "$rc" -eq 2 ] && grep -q "2 keys need tuning that the isolated sweep could not store" "$work/ro-iso.err" \
     || fail "isolated sweep on a read-only cache: rc $rc $(cat "$work/ro-iso.err")"
+  # Without a sweep in a child: keys the cache lacks are not tuned (the result could not be
+  # stored); each such benchmark is an error naming the cache and the key, the others run.
+  ro_bench ro-serial cpu_ TUNEBENCH_ISOLATE_SWEEP=0 || fail "serial run on a read-only cache: $(cat "$work/ro-serial.err")"
+  [ "$(grep -c "ERROR OCCURRED: 'config cache $work/ro/ro.sqlite is read-only: cpu_mxfp4_gemm M=4,N=[0-9]*,K=[0-9]* is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE or --tunebench_cache at a writable file'$" \
+    "$work/ro-serial.out")" -eq 2 ] && [ "$(grep -c 'manual_time .*BLOCK_N=' "$work/ro-serial.out")" -eq 2 ] \
+    || fail "serial run on a read-only cache: $(cat "$work/ro-serial.out")"
+  # tunebench-cache's writing commands: one line naming the file, nothing changed.
+  for cmd in "evict cpu_mxfp4_gemm M=1,N=256,K=512" "import $work/ro-tmp/export.json"; do
+    "${as_user[@]}" "$cache_cli" --cache="$work/ro/ro.sqlite" export "$work/ro-tmp/export.json"
+    set +e; "${as_user[@]}" "$cache_cli" --cache="$work/ro/ro.sqlite" $cmd >/dev/null 2>"$work/ro-cli.err"; rc=$?; set -e
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/ro-cli.err")" -eq 1 ] && \
+      grep -q "^tunebench-cache: ${cmd%% *}: config cache $work/ro/ro.sqlite is read-only (this user cannot write the file or its folder): nothing" \
+      "$work/ro-cli.err" || fail "tunebench-cache $cmd on a read-only cache: rc $rc $(cat "$work/ro-cli.err")"
+  done
+  rm -f "$work/ro-tmp/export.json"
   ro_bench ro-cached 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
     || fail "warmup on a read-only cache that answers every key: $(cat "$work/ro-cached.err")"
   [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-cached.err")" -eq 1 ] \

@@ -161,6 +161,12 @@ int run(std::vector<std::string> args) {
   }
   // Inspecting never changes a damaged file; only import (which writes) starts afresh.
   ConfigCache cache(file, cmd == "import" ? ConfigCache::OnDamage::kMoveAside : ConfigCache::OnDamage::kThrow);
+  if ((cmd == "evict" || cmd == "import") && cache.read_only()) {
+    std::cerr << "tunebench-cache: " << cmd << ": config cache " << file.string()
+              << " is read-only (this user cannot write the file or its folder): nothing "
+              << (cmd == "evict" ? "evicted" : "imported") << "\n";
+    return 2;
+  }
 
   if (cmd == "list" && args.size() == 1) {
     for (const auto& [k, b] : cache.list()) {

@@ -173,6 +173,12 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
     }
     if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
   }
+  if (context.cache && context.cache->read_only()) {
+    // Refused before the sweep: its result could not be stored, so it would be lost at the end.
+    throw std::runtime_error("config cache " + context.cache->path().string() + " is read-only: " + op.name() + " " +
+                             key.tuning_key + " is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE " +
+                             "or --tunebench_cache at a writable file");
+  }
   std::vector<cache::Measurement> known;
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
