@@ -212,7 +212,7 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then n
 if [ "$no_gpu" = 1 ]; then
   "$bench" --tunebench_shapes="$tiny" --benchmark_filter='^mxfp4' --benchmark_format=json >"$work/gpu.json" \
     2>"$work/gpu.err" || fail "GPU families without a GPU exited $?"
-  [ "$(grep -c 'selected GPU benchmarks will be reported as skipped' "$work/gpu.err")" -eq 1 ] \
+  [ "$(grep -c "selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')" "$work/gpu.err")" -eq 1 ] \
     || fail "expected one skip line: $(cat "$work/gpu.err")"
   /usr/bin/python3 - "$work/gpu.json" <<'PY' || fail "skipped GPU entries"
 import json, sys

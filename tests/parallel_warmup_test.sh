@@ -24,6 +24,16 @@ context() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[
 run tokens PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 || fail "2 shards: $(cat "$work/tokens.err")"
 grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/tokens.err" || fail "shard 0 did not get 6: $(cat "$work/tokens.err")"
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err" || fail "shard 1 did not get 7"
+# Without --benchmark_filter, bench's notice of the default filter on a machine without a GPU
+# comes once, from bench: a shard runs the keys it is given, not a filter.
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  rm -f "$work/nofilter.sqlite"
+  env TUNEBENCH_CACHE="$work/nofilter.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tiny" \
+    --benchmark_min_time=0.01 >/dev/null 2>"$work/nofilter.err" || fail "warmup without a filter: $(cat "$work/nofilter.err")"
+  grep -q 'parallel warmup: 4 keys on 2 shards' "$work/nofilter.err" || fail "no sweep without a filter: $(cat "$work/nofilter.err")"
+  [ "$(grep -c 'no CUDA device' "$work/nofilter.err")" -eq 1 ] && grep -q '^bench: no CUDA device' "$work/nofilter.err" \
+    || fail "expected bench's no-GPU notice alone, no shard's: $(cat "$work/nofilter.err")"
+fi
 [ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
 ! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
 grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9]+\.[0-9] s, 5 tuned' "$work/tokens.err" || fail "no summary line: $(cat "$work/tokens.err")"
