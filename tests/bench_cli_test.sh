@@ -157,6 +157,14 @@ set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; se
 [ "$rc" -eq 2 ] || fail "ab_test.sh accepted a bad variable name"
 set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$work/x.json" >/dev/null 2>"$work/abo.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'ab_test writes each run' "$work/abo.err" || fail "ab_test.sh accepted --benchmark_out"
+# scripts/compare_results.sh checks both inputs first: one line naming the file, exit 2.
+echo '{"benchmarks": [' >"$work/cut.json"
+echo '[1, 2]' >"$work/list.json"
+for bad in "$work/none.json" "$work/cut.json" "$work/list.json" "$work"; do
+  set +e; "$here/../scripts/compare_results.sh" "$work/a.json" "$bad" >/dev/null 2>"$work/cmp.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/cmp.err")" -eq 1 ] && grep -q "^compare_results: $bad: .*expected a Google Benchmark JSON file" \
+    "$work/cmp.err" || fail "compare_results.sh on $bad: rc $rc $(cat "$work/cmp.err")"
+done
 
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key a plain sweep answered.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
