@@ -135,6 +135,15 @@ int run(std::vector<std::string> args) {
                 << "; " << kUsage << "\n";
       return 2;
     }
+    const auto misplaced = std::find_if(args.begin() + 1, args.end(),
+                                        [](const std::string& a) { return a.rfind("--cache=", 0) == 0; });
+    if (misplaced != args.end()) {
+      std::string fixed = "tunebench-cache " + *misplaced;  // the command as it should read
+      for (const auto& a : args) fixed += a.rfind("--cache=", 0) == 0 ? "" : " " + a;
+      std::cerr << "tunebench-cache: " << args[0] << ": '" << *misplaced
+                << "' is an option and comes before the command: " << fixed << "\n";
+      return 2;
+    }
     const std::size_t n = args.size() - 1;
     if (n < it->second.first || n > it->second.second) {
       std::cerr << "tunebench-cache: " << args[0] << ": wrong number of arguments (" << n << "); " << kUsage << "\n";
