@@ -281,6 +281,22 @@ for how in env flag; do
   (cd "$work/bare" && "${cmd[@]}" "${args[@]}") >/dev/null 2>"$work/bare.err" || fail "a bare cache name ($how): $(cat "$work/bare.err")"
   [ -s "$work/bare/$how.sqlite" ] || fail "a bare cache name ($how) made no cache in the current folder: $(ls "$work/bare")"
 done
+# The run folder says where things were: the whole command line and the folder it ran in, and
+# relative paths as absolute ones, in manifest.json and in the JSON context.
+mkdir -p "$work/bare/sh" && cp "$tiny" "$work/bare/sh/"
+(cd "$work/bare" && TUNEBENCH_CACHE=env.sqlite "$bench_abs" --tunebench_shapes=sh --benchmark_filter='cpu_mxfp4.*M:1/N:256/' \
+  --benchmark_min_time=0.01 --benchmark_out=rel.json) >/dev/null 2>"$work/bare.err" || fail "relative paths: $(cat "$work/bare.err")"
+/usr/bin/python3 - "$work/bare/rel.json" "$work/bare" "$bench_abs" <<'PY' || fail "relative paths recorded as given"
+import json, os, sys
+ctx = json.load(open(sys.argv[1]))["context"]
+bare, exe = sys.argv[2], sys.argv[3]
+assert ctx["tunebench_cache"] == bare + "/env.sqlite", ctx
+assert ctx["tunebench_shapes"] == bare + "/sh", ctx
+assert os.path.isabs(ctx["tunebench_run_dir"]), ctx
+m = json.load(open(os.path.join(ctx["tunebench_run_dir"], "manifest.json")))
+assert m["command"][0] == exe and m["command"][1] == "--tunebench_shapes=sh", m["command"]
+assert m["cwd"] == bare and m["cache"] == bare + "/env.sqlite" and m["shapes"] == bare + "/sh", m
+PY
 expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"
 expect_error 2 "does not exist" "$bench" --benchmark_out="$work/no/such/out.json"
 expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_KERNEL_CACHE="$tiny" "$bench"
