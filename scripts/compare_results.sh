@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # compare.py's verdict on two Google Benchmark JSON files, as the A/B scripts print it:
 #   scripts/compare_results.sh A.json B.json
-# Stops when every benchmark of a file failed (failed entries have time 0 and would compare as
-# +0.0000 or -1.0000) and warns when some did; no colour codes when stdout is not a terminal.
+# Stops with one line when a file cannot be read or is not Google Benchmark's JSON (exit status
+# 2), and when every benchmark of a file failed (exit status 1: failed entries have time 0 and
+# would compare as +0.0000 or -1.0000); warns when some did; no colour codes when stdout is not a
+# terminal.
 # COMPARE_PY (default /usr/share/benchmark/compare.py, Debian's libbenchmark-tools) and PYTHON
 # (default /usr/bin/python3, which has Debian's scipy) name compare.py and its interpreter.
 set -euo pipefail
@@ -19,8 +21,25 @@ if [ ! -f "$compare" ]; then
 fi
 "$python" - "$1" "$2" <<'PY'
 import json, sys
+docs = {}
+for path in sys.argv[1:]:  # all inputs checked before anything is compared
+    expected = "expected a Google Benchmark JSON file (bench --benchmark_out or a run folder's results.json)"
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        print(f"compare_results: {path}: {e.strerror}, {expected}", file=sys.stderr)
+        sys.exit(2)
+    except ValueError as e:
+        print(f"compare_results: {path}: not valid JSON ({e}), {expected}", file=sys.stderr)
+        sys.exit(2)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or \
+            not all(isinstance(b, dict) for b in doc["benchmarks"]):
+        print(f"compare_results: {path}: no \"benchmarks\" list of objects, {expected}", file=sys.stderr)
+        sys.exit(2)
+    docs[path] = doc
 for path in sys.argv[1:]:
-    runs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type") == "iteration"]
+    runs = [b for b in docs[path]["benchmarks"] if b.get("run_type") == "iteration"]
     failed = [b["name"] for b in runs if b.get("error_occurred")]
     if runs and len(failed) == len(runs):
         sys.exit(f"compare_results: every benchmark failed in {path} (first: {failed[0]}: "

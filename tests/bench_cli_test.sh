@@ -111,6 +111,25 @@ for inject in none evict-fails; do
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \
     "$work/bad-$inject.json" "$marker" || fail "$marker not in the JSON context"
 done
+# A recorded config the op cannot run (not one of its configs, or not for that shape: an edited
+# configs.json) is never run, whatever it is: it takes the same path, named with its source.
+first=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["configs"][0]["benchmark"])' "$record/configs.json")
+for bad in BLOCK_N=99999999999999,BLOCK_K=128 BLOCK_N=17,BLOCK_K=128 garbage FOO=1 BLOCK_N=0,BLOCK_K=128; do
+  /usr/bin/python3 - "$record/configs.json" "$work/bad-run/configs.json" "$bad" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["configs"][0]["config"] = sys.argv[3]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+  set +e; REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >"$work/bad.console" 2>"$work/bad.err"; rc=$?; set -e
+  [ "$rc" -eq 0 ] || fail "replay of the unrunnable config $bad exited $rc: $(cat "$work/bad.err")"
+  [ "$(grep -c "\[compile_cpu_mxfp4_gemm_evicted\] replayed config '$bad' of $first (from $work/bad-run/configs.json) is not one this op can run (" "$work/bad.err")" -eq 1 ] \
+    || fail "replay of the unrunnable config $bad: expected one marker line: $(cat "$work/bad.err")"
+  grep -q "^$first/manual_time .*BLOCK_N=[0-9]*,BLOCK_K=[0-9]*$" "$work/bad.console" && ! grep -qF "$bad" "$work/bad.console" \
+    || fail "replay of the unrunnable config $bad did not tune live: $(cat "$work/bad.console")"
+  grep -q '"source": "tuned"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "config replacing $bad not recorded as tuned"
+done
 
 sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
 mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"
@@ -138,6 +157,14 @@ set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; se
 [ "$rc" -eq 2 ] || fail "ab_test.sh accepted a bad variable name"
 set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$work/x.json" >/dev/null 2>"$work/abo.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'ab_test writes each run' "$work/abo.err" || fail "ab_test.sh accepted --benchmark_out"
+# scripts/compare_results.sh checks both inputs first: one line naming the file, exit 2.
+echo '{"benchmarks": [' >"$work/cut.json"
+echo '[1, 2]' >"$work/list.json"
+for bad in "$work/none.json" "$work/cut.json" "$work/list.json" "$work"; do
+  set +e; "$here/../scripts/compare_results.sh" "$work/a.json" "$bad" >/dev/null 2>"$work/cmp.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/cmp.err")" -eq 1 ] && grep -q "^compare_results: $bad: .*expected a Google Benchmark JSON file" \
+    "$work/cmp.err" || fail "compare_results.sh on $bad: rc $rc $(cat "$work/cmp.err")"
+done
 
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key a plain sweep answered.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
@@ -193,7 +220,7 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then n
 if [ "$no_gpu" = 1 ]; then
   "$bench" --tunebench_shapes="$tiny" --benchmark_filter='^mxfp4' --benchmark_format=json >"$work/gpu.json" \
     2>"$work/gpu.err" || fail "GPU families without a GPU exited $?"
-  [ "$(grep -c 'selected GPU benchmarks will be reported as skipped' "$work/gpu.err")" -eq 1 ] \
+  [ "$(grep -c "selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')" "$work/gpu.err")" -eq 1 ] \
     || fail "expected one skip line: $(cat "$work/gpu.err")"
   /usr/bin/python3 - "$work/gpu.json" <<'PY' || fail "skipped GPU entries"
 import json, sys
@@ -254,6 +281,22 @@ for how in env flag; do
   (cd "$work/bare" && "${cmd[@]}" "${args[@]}") >/dev/null 2>"$work/bare.err" || fail "a bare cache name ($how): $(cat "$work/bare.err")"
   [ -s "$work/bare/$how.sqlite" ] || fail "a bare cache name ($how) made no cache in the current folder: $(ls "$work/bare")"
 done
+# The run folder says where things were: the whole command line and the folder it ran in, and
+# relative paths as absolute ones, in manifest.json and in the JSON context.
+mkdir -p "$work/bare/sh" && cp "$tiny" "$work/bare/sh/"
+(cd "$work/bare" && TUNEBENCH_CACHE=env.sqlite "$bench_abs" --tunebench_shapes=sh --benchmark_filter='cpu_mxfp4.*M:1/N:256/' \
+  --benchmark_min_time=0.01 --benchmark_out=rel.json) >/dev/null 2>"$work/bare.err" || fail "relative paths: $(cat "$work/bare.err")"
+/usr/bin/python3 - "$work/bare/rel.json" "$work/bare" "$bench_abs" <<'PY' || fail "relative paths recorded as given"
+import json, os, sys
+ctx = json.load(open(sys.argv[1]))["context"]
+bare, exe = sys.argv[2], sys.argv[3]
+assert ctx["tunebench_cache"] == bare + "/env.sqlite", ctx
+assert ctx["tunebench_shapes"] == bare + "/sh", ctx
+assert os.path.isabs(ctx["tunebench_run_dir"]), ctx
+m = json.load(open(os.path.join(ctx["tunebench_run_dir"], "manifest.json")))
+assert m["command"][0] == exe and m["command"][1] == "--tunebench_shapes=sh", m["command"]
+assert m["cwd"] == bare and m["cache"] == bare + "/env.sqlite" and m["shapes"] == bare + "/sh", m
+PY
 expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"
 expect_error 2 "does not exist" "$bench" --benchmark_out="$work/no/such/out.json"
 expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_KERNEL_CACHE="$tiny" "$bench"

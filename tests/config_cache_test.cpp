@@ -252,6 +252,8 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_NE(out.find("'frobnicate': unknown command"), std::string::npos) << out;
   EXPECT_EQ(run("show mxfp4_gemm", &out), 2);
   EXPECT_NE(out.find("show: wrong number of arguments (1)"), std::string::npos) << out;
+  EXPECT_EQ(run("list --cache=other.sqlite", &out), 2);
+  EXPECT_NE(out.find("list: '--cache=other.sqlite' is an option and comes before the command"), std::string::npos) << out;
   {
     ConfigCache cache(file_);
     EXPECT_FALSE(cache.best(key()));

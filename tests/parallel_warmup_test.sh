@@ -24,6 +24,16 @@ context() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[
 run tokens PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 || fail "2 shards: $(cat "$work/tokens.err")"
 grep -qx '\[shard 0\] tunebench-shard: CUDA_VISIBLE_DEVICES=6' "$work/tokens.err" || fail "shard 0 did not get 6: $(cat "$work/tokens.err")"
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=7' "$work/tokens.err" || fail "shard 1 did not get 7"
+# Without --benchmark_filter, bench's notice of the default filter on a machine without a GPU
+# comes once, from bench: a shard runs the keys it is given, not a filter.
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  rm -f "$work/nofilter.sqlite"
+  env TUNEBENCH_CACHE="$work/nofilter.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tiny" \
+    --benchmark_min_time=0.01 >/dev/null 2>"$work/nofilter.err" || fail "warmup without a filter: $(cat "$work/nofilter.err")"
+  grep -q 'parallel warmup: 4 keys on 2 shards' "$work/nofilter.err" || fail "no sweep without a filter: $(cat "$work/nofilter.err")"
+  [ "$(grep -c 'no CUDA device' "$work/nofilter.err")" -eq 1 ] && grep -q '^bench: no CUDA device' "$work/nofilter.err" \
+    || fail "expected bench's no-GPU notice alone, no shard's: $(cat "$work/nofilter.err")"
+fi
 [ "$(keys tokens)" -eq 4 ] || fail "merged cache holds $(keys tokens) keys, expected 4"
 ! grep -q tunebench-shard "$work/tokens.out" || fail "a shard wrote to bench's stdout"
 grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9]+\.[0-9] s, 5 tuned' "$work/tokens.err" || fail "no summary line: $(cat "$work/tokens.err")"
@@ -106,6 +116,21 @@ else
   set +e; ro_bench ro-iso cpu_ TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7; rc=$?; set -e
   [ "$rc" -eq 2 ] && grep -q "2 keys need tuning that the isolated sweep could not store" "$work/ro-iso.err" \
     || fail "isolated sweep on a read-only cache: rc $rc $(cat "$work/ro-iso.err")"
+  # Without a sweep in a child: keys the cache lacks are not tuned (the result could not be
+  # stored); each such benchmark is an error naming the cache and the key, the others run.
+  ro_bench ro-serial cpu_ TUNEBENCH_ISOLATE_SWEEP=0 || fail "serial run on a read-only cache: $(cat "$work/ro-serial.err")"
+  [ "$(grep -c "ERROR OCCURRED: 'config cache $work/ro/ro.sqlite is read-only: cpu_mxfp4_gemm M=4,N=[0-9]*,K=[0-9]* is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE or --tunebench_cache at a writable file'$" \
+    "$work/ro-serial.out")" -eq 2 ] && [ "$(grep -c 'manual_time .*BLOCK_N=' "$work/ro-serial.out")" -eq 2 ] \
+    || fail "serial run on a read-only cache: $(cat "$work/ro-serial.out")"
+  # tunebench-cache's writing commands: one line naming the file, nothing changed.
+  for cmd in "evict cpu_mxfp4_gemm M=1,N=256,K=512" "import $work/ro-tmp/export.json"; do
+    "${as_user[@]}" "$cache_cli" --cache="$work/ro/ro.sqlite" export "$work/ro-tmp/export.json"
+    set +e; "${as_user[@]}" "$cache_cli" --cache="$work/ro/ro.sqlite" $cmd >/dev/null 2>"$work/ro-cli.err"; rc=$?; set -e
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/ro-cli.err")" -eq 1 ] && \
+      grep -q "^tunebench-cache: ${cmd%% *}: config cache $work/ro/ro.sqlite is read-only (this user cannot write the file or its folder): nothing" \
+      "$work/ro-cli.err" || fail "tunebench-cache $cmd on a read-only cache: rc $rc $(cat "$work/ro-cli.err")"
+  done
+  rm -f "$work/ro-tmp/export.json"
   ro_bench ro-cached 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
     || fail "warmup on a read-only cache that answers every key: $(cat "$work/ro-cached.err")"
   [ "$(grep -c 'is read-only: keys it does not answer cannot be tuned' "$work/ro-cached.err")" -eq 1 ] \
@@ -231,6 +256,20 @@ sleep 0.5
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
   || fail "warmup scratch folder left behind"
 
+# A SIGINT that was ignored when bench started (a background job of a non-interactive shell,
+# nohup) stays ignored: the sweep, interrupted over and over, finishes as if nothing happened.
+rm -f "$work/ign.sqlite"
+( trap '' INT; exec env TUNEBENCH_CACHE="$work/ign.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 >"$work/ign.out" 2>"$work/ign.err" ) &
+pid=$!
+for _ in $(seq 100); do [ -e "$work/ign.err" ] && break; sleep 0.05; done  # the trap is set before the redirection
+while kill -INT "$pid" 2>/dev/null; do sleep 0.05; done
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "bench with SIGINT ignored exited $rc: $(cat "$work/ign.err")"
+! grep -q 'interrupted' "$work/ign.err" && grep -Eq 'parallel warmup: 4 keys on 2 shards in [0-9.]+ s, [45] tuned, 0 shards failed' "$work/ign.err" \
+  || fail "an ignored SIGINT stopped the sweep: $(cat "$work/ign.err")"
+[ "$(grep -c manual_time "$work/ign.out")" -eq 4 ] || fail "bench with SIGINT ignored: $(cat "$work/ign.out")"
+
 # Values of PARALLEL_WARMUP_GPUS: 1 and empty are a silent no-op; bad ones and N > devices stop.
 run one PARALLEL_WARMUP_GPUS=1 CUDA_VISIBLE_DEVICES=6,7 || fail "N=1"
 ! grep -q 'parallel warmup' "$work/one.err" || fail "N=1 was not a no-op"
@@ -249,6 +288,9 @@ set +e; env TMPDIR="$work/nonexistent" TUNEBENCH_CACHE="$work/tmpdir.sqlite" TUN
   grep -q "bench: TMPDIR='$work/nonexistent': .*expected an existing folder for the sweep's scratch files" "$work/tmpdir.err" \
   || fail "a missing TMPDIR: rc $rc $(cat "$work/tmpdir.err")"
 [ -z "$(ls -A "$work/tmpdir-runs" 2>/dev/null)" ] || fail "a missing TMPDIR left a run directory"
+# A TMPDIR that is set but empty means /tmp, as for every program that reads it.
+run emptytmp TMPDIR= PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 || fail "an empty TMPDIR was refused: $(cat "$work/emptytmp.err")"
+grep -q 'parallel warmup: 4 keys on 2 shards' "$work/emptytmp.err" || fail "no sweep with an empty TMPDIR: $(cat "$work/emptytmp.err")"
 # Only the entries given to shards must differ: a repeat past the N-th is not used.
 run dup3 PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7,6 || fail "a repeat past the shards' entries was refused: $(cat "$work/dup3.err")"
 unset_err=$(env -u CUDA_VISIBLE_DEVICES TUNEBENCH_CACHE="$work/n.sqlite" PARALLEL_WARMUP_GPUS=2 "$bench" --tunebench_shapes="$tiny" \

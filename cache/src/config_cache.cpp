@@ -281,13 +281,24 @@ std::vector<Measurement> ConfigCache::measurements(const Key& key) {
   return out;
 }
 
+// SQLite would fail the first write with its own words ("attempt to write a readonly database"),
+// naming neither what was being done nor what to do about it.
+void ConfigCache::require_writable(const char* action) const {
+  if (!read_only()) return;
+  throw SqliteError("config cache " + path_.string() + " is read-only (this user cannot write the file or its folder): " +
+                        "cannot " + action,
+                    SQLITE_READONLY);
+}
+
 void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
+  require_writable("store results in it");
   WriteTransaction tx(*db_);
   store_rows(key, results, best);
   tx.commit();
 }
 
 void ConfigCache::store(const std::vector<Entry>& entries) {
+  require_writable("store results in it");
   WriteTransaction tx(*db_);
   for (const auto& e : entries) store_rows(e.key, e.results, e.best);
   tx.commit();
@@ -322,6 +333,7 @@ void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& res
 }
 
 int ConfigCache::erase(const Key& key, const std::string& config) {
+  require_writable("evict from it");
   WriteTransaction tx(*db_);
   Statement m(*db_, (std::string("DELETE FROM measurements WHERE ") + kKeyMatch + " AND config = ?8").c_str());
   m.bind_key(key).bind(8, config);
@@ -336,6 +348,7 @@ int ConfigCache::erase(const Key& key, const std::string& config) {
 }
 
 int ConfigCache::erase(const Key& key) {
+  require_writable("evict from it");
   WriteTransaction tx(*db_);
   int deleted = 0;
   for (const char* table : {"measurements", "best"}) {

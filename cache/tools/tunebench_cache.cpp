@@ -135,6 +135,15 @@ int run(std::vector<std::string> args) {
                 << "; " << kUsage << "\n";
       return 2;
     }
+    const auto misplaced = std::find_if(args.begin() + 1, args.end(),
+                                        [](const std::string& a) { return a.rfind("--cache=", 0) == 0; });
+    if (misplaced != args.end()) {
+      std::string fixed = "tunebench-cache " + *misplaced;  // the command as it should read
+      for (const auto& a : args) fixed += a.rfind("--cache=", 0) == 0 ? "" : " " + a;
+      std::cerr << "tunebench-cache: " << args[0] << ": '" << *misplaced
+                << "' is an option and comes before the command: " << fixed << "\n";
+      return 2;
+    }
     const std::size_t n = args.size() - 1;
     if (n < it->second.first || n > it->second.second) {
       std::cerr << "tunebench-cache: " << args[0] << ": wrong number of arguments (" << n << "); " << kUsage << "\n";
@@ -161,6 +170,12 @@ int run(std::vector<std::string> args) {
   }
   // Inspecting never changes a damaged file; only import (which writes) starts afresh.
   ConfigCache cache(file, cmd == "import" ? ConfigCache::OnDamage::kMoveAside : ConfigCache::OnDamage::kThrow);
+  if ((cmd == "evict" || cmd == "import") && cache.read_only()) {
+    std::cerr << "tunebench-cache: " << cmd << ": config cache " << file.string()
+              << " is read-only (this user cannot write the file or its folder): nothing "
+              << (cmd == "evict" ? "evicted" : "imported") << "\n";
+    return 2;
+  }
 
   if (cmd == "list" && args.size() == 1) {
     for (const auto& [k, b] : cache.list()) {

@@ -60,25 +60,49 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
   return families;
 }
 
+namespace {
+
+// `text` as a config `family` can run: one of its op's default or expanded space that
+// can_implement accepts for the shape. Configs from outside this process (an imported or stale
+// cache row, an edited configs.json) may be neither, and an op given a config it never offered
+// may fail in any way, a crash included, so nothing else is ever run. Otherwise nullopt, and
+// *why says what is wrong.
+std::optional<Config> runnable_config(const Family& family, const std::string& text, const RunContext& context,
+                                      std::string* why) {
+  const Op& op = *family.op;
+  std::optional<Config> config;
+  try {
+    config = Config::parse(text);
+  } catch (const ConfigError& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+  const auto in_space = [&](SpaceKind kind) {
+    const auto space = op.config_space(kind);
+    return std::find(space.begin(), space.end(), *config) != space.end();
+  };
+  if (!in_space(SpaceKind::kDefault) && !in_space(SpaceKind::kExpanded)) {
+    *why = "not in " + op.name() + "'s config space";
+    return std::nullopt;
+  }
+  if (!op.can_implement(*config, family.shape, context.device)) {
+    *why = op.name() + " cannot run it on this shape";
+    return std::nullopt;
+  }
+  return config;
+}
+
+}  // namespace
+
 std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable) {
   if (!context.cache) return std::nullopt;
   const Op& op = *family.op;
   const cache::Key key = cache_key(op, family.shape, context);
   const auto best = context.cache->best(key);
   if (!best) return std::nullopt;
-  std::optional<Config> config;
-  try {
-    config = Config::parse(best->config);
-  } catch (const ConfigError&) {
-  }
-  // Only a config of the op's own space that fits is used (an imported or stale entry may be
-  // neither): anything else is tuned again.
-  const auto in_space = [&](SpaceKind kind) {
-    const auto space = op.config_space(kind);
-    return std::find(space.begin(), space.end(), *config) != space.end();
-  };
-  if (!config || !(in_space(SpaceKind::kDefault) || in_space(SpaceKind::kExpanded)) ||
-      !op.can_implement(*config, family.shape, context.device)) {
+  std::string why;
+  const std::optional<Config> config = runnable_config(family, best->config, context, &why);
+  if (!config) {
     if (unusable) *unusable = "cached config '" + best->config + "' of " + family.name + " is not one this op can run";
     return std::nullopt;
   }
@@ -114,8 +138,16 @@ void set_rates(benchmark::State& state, const Family& family, const RunContext& 
   }
 }
 
+// A replayed config the op cannot run (runnable_config): it is never run, the key is tuned live.
+struct UnrunnableReplay : std::runtime_error {
+  UnrunnableReplay(std::string config_text, const std::string& why)
+      : std::runtime_error(why), config(std::move(config_text)) {}
+  std::string config;
+};
+
 // The replayed config, else the cached best config of the family's key, else the winner of a
-// sweep that is stored; and where it came from.
+// sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
+// the op cannot run.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
                                               const RunTimer& time_run, const TuneOptions* options = nullptr) {
   const Op& op = *family.op;
@@ -126,7 +158,12 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
       if (fb != context.fallbacks->config_of.end()) return {fb->second, ConfigSource::kTuned};
     }
     const auto it = context.replay.find(family.name);
-    if (it != context.replay.end()) return {Config::parse(it->second.config), ConfigSource::kReplayed};
+    if (it != context.replay.end()) {
+      std::string why;
+      auto config = runnable_config(family, it->second.config, context, &why);
+      if (!config) throw UnrunnableReplay(it->second.config, "is not one this op can run (" + why + ")");
+      return {std::move(*config), ConfigSource::kReplayed};
+    }
   }
   const cache::Key key = cache_key(op, family.shape, context);
   if (!options) {
@@ -135,6 +172,12 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
       return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
     }
     if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
+  }
+  if (context.cache && context.cache->read_only()) {
+    // Refused before the sweep: its result could not be stored, so it would be lost at the end.
+    throw std::runtime_error("config cache " + context.cache->path().string() + " is read-only: " + op.name() + " " +
+                             key.tuning_key + " is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE " +
+                             "or --tunebench_cache at a writable file");
   }
   std::vector<cache::Measurement> known;
   if (context.cache && !options) known = context.cache->measurements(key);
@@ -175,10 +218,12 @@ SmClock sm_clock(const RunContext& context) {
   return read_sm_clock(context.device.ordinal);
 }
 
-// A replayed config that no longer compiles or launches: evict it from the cache, then tune the
-// key live without reading the cache, so a failed eviction cannot hand the bad config back.
-Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const Config& bad,
-                       const std::string& why) {
+// A replayed config that the op cannot run, or that no longer compiles or launches: evict it
+// from the cache, then tune the key live without reading the cache, so a failed eviction cannot
+// hand the bad config back.
+// `what` says what is wrong with it ("failed (...)", say).
+Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const std::string& bad,
+                       const std::string& what) {
   const Op& op = *family.op;
   std::string marker = "compile_" + op.name() + "_evicted";
   std::string detail = "evicted from the cache";
@@ -186,15 +231,15 @@ Config replay_fallback(const Family& family, const RunContext& context, OpTiming
     if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT"); f && std::string(f) == "evict-fails") {
       throw std::runtime_error("injected eviction failure");
     }
-    if (context.cache) context.cache->erase(cache_key(op, family.shape, context), bad.str());
+    if (context.cache) context.cache->erase(cache_key(op, family.shape, context), bad);
   } catch (const std::exception& e) {
     marker = "compile_" + op.name() + "_no_evict";
     detail = std::string("eviction failed: ") + e.what();
   }
-  std::string one_line = why;
+  std::string one_line = what;
   std::replace(one_line.begin(), one_line.end(), '\n', ' ');
-  std::cerr << "bench: [" << marker << "] replayed config " << bad.str() << " of " << family.name
-            << " failed (" << one_line << "); " << detail << "; tuning the key live\n";
+  std::cerr << "bench: [" << marker << "] replayed config '" << bad << "' of " << family.name << " (from "
+            << context.replay_source << ") " << one_line << "; " << detail << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
   const Config config = choose_config(family, context, timing.run_timer(), &live).first;
   std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
@@ -215,16 +260,22 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     last.timing.reset();
     last.name.clear();
     auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context));
-    auto [config, source] = choose_config(family, context, timing->run_timer());
+    auto [config, source] = [&]() -> std::pair<Config, ConfigSource> {
+      try {
+        return choose_config(family, context, timing->run_timer());
+      } catch (const UnrunnableReplay& e) {
+        return {replay_fallback(family, context, *timing, e.config, e.what()), ConfigSource::kTuned};
+      }
+    }();
     if (source == ConfigSource::kReplayed) {
       try {
         timing->warm(config);
       } catch (const CudaError& e) {
         if (e.sticky()) throw;
-        config = replay_fallback(family, context, *timing, config, e.what());
+        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
         source = ConfigSource::kTuned;
       } catch (const std::exception& e) {
-        config = replay_fallback(family, context, *timing, config, e.what());
+        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
         source = ConfigSource::kTuned;
       }
     }

@@ -35,6 +35,15 @@
 namespace tunebench {
 namespace {
 
+// `p` as an absolute path ("" stays ""): a run folder says where things were, whatever folder
+// bench was started in.
+std::string absolute_text(const std::filesystem::path& p) {
+  if (p.empty()) return "";
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(p, ec);
+  return ec ? p.string() : abs.lexically_normal().string();
+}
+
 // The CPU model, the "device" of host ops' cache keys (a tuned CPU tile fits one CPU).
 std::string host_cpu_name() {
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -81,6 +90,7 @@ std::string redirect_output(int argc, char** argv, std::string& storage) {
 
 // REPLAY_FROM: the recorded configs, refused when recorded on another device or kernel.
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
+  context.replay_source = (dir / "configs.json").string();
   for (auto& e : RunRecord::read(dir)) {
     const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
     if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
@@ -122,7 +132,7 @@ std::string sm_clock_text(const RunContext& context) {
 // The run directory's configs.json and manifest.json, and what the user should know.
 // manifest.json: written with status "running" before the benchmarks start, so a run
 // interrupted by Ctrl-C leaves a directory that says so, and again with "complete" at the end.
-void write_manifest(const std::filesystem::path& dir, const RunContext& context, const std::vector<std::string>& args,
+void write_manifest(const std::filesystem::path& dir, const RunContext& context, const std::vector<std::string>& command,
                     const Options& opt, const std::string& results, bool complete) {
   std::vector<std::string> live;
   if (!context.replay.empty()) {
@@ -130,6 +140,7 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
       if (e.source != "replayed") live.push_back(e.benchmark);
     }
   }
+  std::error_code ec;
   nlohmann::json env = nlohmann::json::object();
   for (const char* name : {"PARALLEL_WARMUP_GPUS", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "FLAGGEMS_MXFP4_FOLDSCALE",
                            "TUNEBENCH_TIMING", "TUNEBENCH_COLD_L2", "TUNEBENCH_ISOLATE_SWEEP", "TUNEBENCH_HANG_TIMEOUT", "TUNEBENCH_CACHE", "TUNEBENCH_SHAPES", "TUNEBENCH_SEED", "REPLAY_FROM"}) {
@@ -139,7 +150,8 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
       {"status", complete ? "complete" : "running"},
       {"status_note", complete ? "" : "if no bench is running any more, this run was interrupted"},
       {"results", complete ? results : results + ".incomplete"},
-      {"command", args},
+      {"command", command},
+      {"cwd", std::filesystem::current_path(ec).string()},
       {"env", env},
       {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
       {"device_uuid", context.gpu_available ? context.device.uuid : ""},
@@ -149,8 +161,9 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
       {"cuda_toolkit", context.cuda_toolkit},
       {"tunebench_version", kVersion},
       {"tunebench_git_revision", kGitRevision},
-      {"shapes", opt.shapes.string()},
-      {"replay_from", opt.replay_from.string()},
+      {"shapes", absolute_text(opt.shapes)},
+      {"cache", context.cache ? absolute_text(context.cache->path()) : ""},
+      {"replay_from", absolute_text(opt.replay_from)},
       {"replay_tuned_live", live},
       {"replay_markers", context.fallbacks->markers}};
   const auto tmp = dir / "manifest.json.tmp";
@@ -167,9 +180,9 @@ void write_manifest(const std::filesystem::path& dir, const RunContext& context,
 
 // The run directory's configs.json and final manifest.json, and what the user should know.
 void finish_run_dir(const std::filesystem::path& dir, const RunContext& context,
-                    const std::vector<std::string>& args, const Options& opt, const std::string& results) {
+                    const std::vector<std::string>& command, const Options& opt, const std::string& results) {
   context.record->write(dir);
-  write_manifest(dir, context, args, opt, results, true);
+  write_manifest(dir, context, command, opt, results, true);
 }
 
 // Paths that would only fail after the whole run, checked before it starts.
@@ -195,6 +208,7 @@ void check_paths(const std::string& out_file) {
 int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
         const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
   const std::vector<std::string> original_args(argv + 1, argv + argc);  // for warmup children
+  const std::vector<std::string> command(argv, argv + argc);            // for the manifest
   const Options opt = parse_options(&argc, argv, default_shapes);
   // Google Benchmark answers an unknown format with its usage text and exit status 0.
   for (int i = 1; i < argc; ++i) {
@@ -302,7 +316,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
       filter = on_gpu ? "." : "^cpu_";
     }
     benchmark::SetBenchmarkFilter(filter);
-    if (!gpu.available()) {
+    if (!gpu.available() && opt.shard < 0) {  // a shard runs the keys it is given: no filter of its own
       std::cerr << "bench: no CUDA device (" << gpu.reason
                 << "): GPU families skipped, running --benchmark_filter=" << filter << "\n";
     }
@@ -343,7 +357,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   if (!listing) {
     const auto path = opt.cache.empty() ? cache::default_cache_path() : opt.cache;
     context->cache = std::make_shared<cache::ConfigCache>(path);
-    benchmark::AddCustomContext("tunebench_cache", path.string());
+    benchmark::AddCustomContext("tunebench_cache", absolute_text(path));
   }
   if (opt.shard >= 0) return run_shard(families, *context, opt.shard, opt.shard_list);
   if (!listing) {
@@ -359,12 +373,12 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   }
   if (gpu_selected > 0 && !gpu.available() && !listing) {
     std::cerr << "bench: no CUDA device (" << gpu.reason << "): " << gpu_selected
-              << " selected GPU benchmarks will be reported as skipped\n";
+              << " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
   }
 
   benchmark::AddCustomContext("tunebench_version", kVersion);
   benchmark::AddCustomContext("tunebench_git_revision", kGitRevision);
-  benchmark::AddCustomContext("tunebench_shapes", opt.shapes.string());
+  benchmark::AddCustomContext("tunebench_shapes", absolute_text(opt.shapes));
   benchmark::AddCustomContext("tunebench_seed", std::to_string(opt.seed));
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count)
                                                               : "0 (" + gpu.reason + ")");
@@ -389,7 +403,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   }
 
   const std::string results_path = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
-  if (!run_dir.empty()) write_manifest(run_dir, *context, original_args, opt, results_path, false);
+  if (!run_dir.empty()) write_manifest(run_dir, *context, command, opt, results_path, false);
   const auto untuned_now = [&] {
     std::vector<const Family*> untuned;
     for (const auto& f : families) {
@@ -492,8 +506,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     std::cerr << "bench: config cache " << context->cache->path().string() << " is read-only: keys it does not "
               << "answer cannot be tuned (choose a writable one with --tunebench_cache or TUNEBENCH_CACHE)\n";
   }
-  if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", run_dir.string());
-  if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", opt.replay_from.string());
+  if (!run_dir.empty()) benchmark::AddCustomContext("tunebench_run_dir", absolute_text(run_dir));
+  if (!opt.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", absolute_text(opt.replay_from));
   std::size_t matched = 0;
   if (console && !listing) {
     int options = benchmark::ConsoleReporter::OO_None;
@@ -506,7 +520,7 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   }
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (!run_dir.empty()) finish_run_dir(run_dir, *context, original_args, opt, results_path);
+  if (!run_dir.empty()) finish_run_dir(run_dir, *context, command, opt, results_path);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";

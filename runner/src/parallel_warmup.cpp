@@ -283,20 +283,22 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   }
   const ShardPlan plan = plan_shards(costs, n, trust_share);
 
-  // The shards' lists, caches and progress files live under TMPDIR (else /tmp).
+  // The shards' lists, caches and progress files live under TMPDIR (else /tmp). Chosen here, not
+  // by fs::temp_directory_path: it takes a variable that is set but empty as the folder "".
   const char* tmp_var = nullptr;
-  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {  // what temp_directory_path reads
+  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
     if (const char* v = std::getenv(var); v && *v) {
       tmp_var = var;
       break;
     }
   }
   const std::string tmp_name = tmp_var ? std::string(tmp_var) + "='" + std::getenv(tmp_var) + "'" : "/tmp";
+  const fs::path tmp = tmp_var ? fs::path(std::getenv(tmp_var)) : fs::path("/tmp");
   std::error_code tmp_ec;
-  const fs::path tmp = fs::temp_directory_path(tmp_ec);
-  if (tmp_ec) {
-    throw std::invalid_argument(tmp_name + ": " + tmp_ec.message() + ", expected an existing folder for the " +
-                                "sweep's scratch files");
+  const auto tmp_status = fs::status(tmp, tmp_ec);
+  if (tmp_ec || !fs::is_directory(tmp_status)) {
+    const std::string why = tmp_ec ? tmp_ec.message() : fs::exists(tmp_status) ? "not a folder" : "no such folder";
+    throw std::invalid_argument(tmp_name + ": " + why + ", expected an existing folder for the sweep's scratch files");
   }
   std::string dir_template = (tmp / "tunebench-warmup-XXXXXX").string();
   if (!mkdtemp(dir_template.data())) {
@@ -325,8 +327,12 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   act.sa_handler = on_signal;
   sigemptyset(&act.sa_mask);
   g_signal = 0;
-  sigaction(SIGINT, &act, &old_int);
-  sigaction(SIGTERM, &act, &old_term);
+  sigaction(SIGINT, nullptr, &old_int);
+  sigaction(SIGTERM, nullptr, &old_term);
+  // A signal ignored on entry stays ignored (a background job of a non-interactive shell, nohup):
+  // whoever started bench chose that it must not stop it.
+  if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &act, nullptr);
+  if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &act, nullptr);
   // An error below must not leave Ctrl-C caught by a handler nobody reads any more.
   struct RestoreSignals {
     const struct sigaction &on_int, &on_term;

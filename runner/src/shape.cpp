@@ -16,23 +16,39 @@ namespace fs = std::filesystem;
 // Carries the file and entry path so every error reads "file: entry (line N): reason".
 class Where {
  public:
-  Where(const fs::path& file, std::string entry) : file_(file), entry_(std::move(entry)) {}
+  Where(const fs::path& file, std::string entry, YAML::Node node, int key_line = -1)
+      : file_(file), entry_(std::move(entry)), node_(std::move(node)), key_line_(key_line) {}
   Where child(const std::string& key) const {
-    return {file_, entry_.empty() ? key : entry_ + "." + key};
+    int line = -1;
+    if (node_.IsMap()) {
+      for (const auto& kv : node_) {
+        if (kv.first.IsScalar() && kv.first.Scalar() == key) line = kv.first.Mark().line;
+      }
+    }
+    const YAML::Node& map = node_;  // const: a missing key must not be added
+    return {file_, entry_.empty() ? key : entry_ + "." + key, node_.IsMap() ? map[key] : YAML::Node(), line};
   }
-  Where index(std::size_t i) const { return {file_, entry_ + "[" + std::to_string(i) + "]"}; }
+  Where index(std::size_t i) const {
+    const YAML::Node& list = node_;
+    return {file_, entry_ + "[" + std::to_string(i) + "]", node_.IsSequence() ? list[i] : YAML::Node()};
+  }
 
   [[noreturn]] void fail(const YAML::Node& node, const std::string& reason) const {
     std::string where = file_.string() + ": " + (entry_.empty() ? "top level" : entry_);
-    if (node.IsDefined() && node.Mark().line >= 0) {
-      where += " (line " + std::to_string(node.Mark().line + 1) + ")";
-    }
+    // An empty value ("name:" at the end of a line) is marked where the next token starts, often
+    // the next line: its key's line is the one to name.
+    const int line = node.IsDefined() && node.IsNull() && key_line_ >= 0 ? key_line_
+                     : node.IsDefined()                                   ? node.Mark().line
+                                                                          : -1;
+    if (line >= 0) where += " (line " + std::to_string(line + 1) + ")";
     throw ShapeError(where + ": " + reason);
   }
 
  private:
   const fs::path& file_;
   std::string entry_;
+  YAML::Node node_;   // the value this entry names, for its children's lines
+  int key_line_;      // 0-based line of the key naming this entry, -1 if none
 };
 
 const char* type_name(const YAML::Node& node) {
@@ -80,7 +96,7 @@ std::int64_t read_positive(const YAML::Node& node, const Where& at, std::int64_t
   const std::string& text = node.Scalar();
   const bool quoted = node.Tag() == "!";
   const std::size_t digits_from = !text.empty() && text[0] == '-' ? 1 : 0;
-  const bool decimal = text.size() > digits_from && text.size() - digits_from <= 18 &&
+  const bool decimal = text.size() > digits_from &&
                        std::all_of(text.begin() + static_cast<std::ptrdiff_t>(digits_from), text.end(),
                                    [](unsigned char c) { return std::isdigit(c); }) &&
                        !(text.size() - digits_from > 1 && text[digits_from] == '0');
@@ -88,6 +104,9 @@ std::int64_t read_positive(const YAML::Node& node, const Where& at, std::int64_t
     at.fail(node, "expected a positive decimal integer, got " + std::string(quoted ? "the string " : "") + "'" +
                       text + "'");
   }
+  // Out of range before stoll can overflow: every bound is far below 18 digits.
+  if (digits_from == 0 && text.size() > 18) at.fail(node, "must be <= " + std::to_string(max) + ", got " + text);
+  if (digits_from == 1 && text.size() > 19) at.fail(node, "must be > 0, got " + text);
   const std::int64_t v = std::stoll(text);
   if (v <= 0) at.fail(node, "must be > 0, got " + std::to_string(v));
   if (v > max) at.fail(node, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
@@ -132,7 +151,7 @@ ShapeSet load_shape_file(const fs::path& file) {
     }
     throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML: " + msg);
   }
-  const Where top(file, "");
+  const Where top(file, "", root);
   if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
   check_keys(root, top, {"name", "moe", "gemms", "shapes"}, {"description"});
 
@@ -177,6 +196,11 @@ ShapeSet load_shape_file(const fs::path& file) {
     }
     for (const auto& other : gemms) {
       if (other.name == gemm.name) at.child("name").fail(g["name"], "duplicate gemm name '" + gemm.name + "'");
+      if (other.n == gemm.n && other.k == gemm.k) {
+        // Benchmark names hold M, N and K, not the gemm's name: every M would collide.
+        at.fail(g, "gemms '" + other.name + "' and '" + gemm.name + "' have the same N=" + std::to_string(gemm.n) +
+                       " K=" + std::to_string(gemm.k) + " (their benchmark names would collide)");
+      }
     }
     gemms.push_back(gemm);
   }

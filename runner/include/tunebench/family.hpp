@@ -65,12 +65,18 @@ struct RunContext {
   /// Every benchmark's config and its source is added here (record mode); may be null.
   std::shared_ptr<RunRecord> record;
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
-  /// exactly that config, without tuning; one missing is tuned live (its record says so).
+  /// exactly that config, without tuning; one missing is tuned live (its record says so). A
+  /// recorded config that is not one of the op's spaces, or that can_implement refuses for the
+  /// shape, is never run: like one that fails to compile or launch, it is evicted from the
+  /// cache and the key tuned live, with a marker (ReplayFallbacks).
   std::map<std::string, RecordedConfig> replay;
+  /// Where `replay` was read from (REPLAY_FROM's configs.json), for messages.
+  std::string replay_source;
   /// Families whose key the parallel warmup or the isolated sweep tuned in this run: their
   /// config comes from the cache but was tuned now, and is recorded as such (ConfigSource::kTuned).
   std::set<std::string> swept;
-  /// Replayed configs that failed and what replaced them (shared by the benchmark's calls).
+  /// Replayed configs that failed or that the op cannot run, and what replaced them (shared by
+  /// the benchmark's calls).
   struct ReplayFallbacks {
     std::mutex mutex;
     std::map<std::string, Config> config_of;  ///< family name -> the live-tuned config
@@ -121,7 +127,9 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
-/// Throws std::runtime_error when no config runs (or CUDA left a sticky error).
+/// Throws std::runtime_error when no config runs (or CUDA left a sticky error), and, before
+/// any sweep, when the key needs tuning and context.cache is read-only (its result could not
+/// be stored).
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr);
 
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
@@ -130,7 +138,8 @@ Config ensure_tuned(const Family& family, const RunContext& context, const TuneO
 /// known, and sm_mhz_start / sm_mhz_end (the SM clock before and after the timing loop, GPU
 /// ops, where NVML can read it). The
 /// config is the cached best of the family's key; a key not in the cache is autotuned first,
-/// outside the measured time, and the result stored. A family of a GPU op on a machine without
+/// outside the measured time, and the result stored (with a read-only cache it is not tuned:
+/// the benchmark ends with an error naming the cache and the key). A family of a GPU op on a machine without
 /// a GPU, a sweep in which no config ran, or any exception from the op ends that benchmark with
 /// SkipWithError and a reason; an iteration time that is zero or not finite likewise.
 void register_family(const Family& family, std::shared_ptr<const RunContext> context);

@@ -75,7 +75,9 @@ struct WarmupReport {
 /// into context.cache in one transaction, re-times the contenders of each disagreeing key on
 /// this process's GPU and keeps the faster. A child's stdout is discarded; its stderr lines are
 /// prefixed "[shard i]". On SIGINT or SIGTERM the children are terminated (killed after 2 s),
-/// all reaped, finished results merged, and the signal re-raised. A child without progress
+/// all reaped, finished results merged, and the signal re-raised; a signal whose disposition is
+/// SIG_IGN when the sweep starts (a background job of a non-interactive shell, nohup) is left
+/// ignored. A child without progress
 /// (neither a stderr line nor a change of its progress file) for TUNEBENCH_HANG_TIMEOUT seconds
 /// (default 300; the clock waits while it reports compiling) is killed and reported with the
 /// key and config it was on; that config is stored in context.cache as status timeout, and

@@ -71,6 +71,10 @@ class ConfigCache {
     kThrow,      ///< leave it alone and throw SqliteError naming the problem (inspection tools)
   };
 
+  /// Every method throws SqliteError (one line naming the file) when SQLite fails; those that
+  /// write (store, erase) throw it with code SQLITE_READONLY, before writing anything, when the
+  /// file is read_only().
+  ///
   /// Opens or creates the cache at `path`. Throws SqliteError when even a fresh file cannot be
   /// created there (e.g. the folder is not writable), and, with OnDamage::kThrow, when the file
   /// is not a usable tunebench cache.
@@ -110,7 +114,8 @@ class ConfigCache {
   std::vector<Key> measured_keys();
 
   const std::filesystem::path& path() const { return path_; }
-  /// True when this process cannot write the file: every read works, every store() throws.
+  /// True when this process cannot write the file: every read works, every store() and
+  /// erase() throws SqliteError (code SQLITE_READONLY) "config cache FILE is read-only ...".
   bool read_only() const { return db_->read_only(); }
   /// Where a corrupt or foreign file found at open was moved, if one was.
   const std::optional<std::filesystem::path>& moved_aside() const { return moved_aside_; }
@@ -120,6 +125,7 @@ class ConfigCache {
   void open_checked(OnDamage on_damage);
   void migrate();
   void store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
+  void require_writable(const char* action) const;
 
   std::filesystem::path path_;
   std::optional<Database> db_;
