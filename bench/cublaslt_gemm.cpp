@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <stdexcept>
 #include <type_traits>
@@ -129,6 +130,11 @@ void CublasLtGemm::run(std::int64_t algo, const void* w, const void* x, void* y,
     throw std::runtime_error(s.who + ": ALGO=" + std::to_string(algo) + " but cuBLASLt offered " +
                              std::to_string(s.algos.size()) + " algorithms for M=" + std::to_string(s.m) +
                              " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k));
+  }
+  for (const void* p : {w, x, static_cast<const void*>(y)}) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 256 != 0) {
+      throw std::runtime_error(s.who + ": cuBLASLt operands must be 256-byte aligned (the heuristic assumed it)");
+    }
   }
   const float alpha = 1.0f, beta = 0.0f;
   lt_check(cublasLtMatmul(s.handle.get(), s.desc.get(), &alpha, w, s.a_layout.get(), x, s.b_layout.get(), &beta, y,

@@ -45,7 +45,7 @@ class CublasLtGemm {
   /// Enqueues one cublasLtMatmul with algorithm `algo` on `stream`: y = x . w^T (device
   /// pointers, BF16). Throws std::runtime_error (one line, saying how many algorithms cuBLASLt
   /// offered for the shape) if `algo` is negative or >= algos(), and std::runtime_error naming
-  /// the status if cublasLtMatmul fails.
+  /// the status if cublasLtMatmul fails, or if an operand is not 256-byte aligned.
   void run(std::int64_t algo, const void* w, const void* x, void* y, cudaStream_t stream) const;
 
  private:

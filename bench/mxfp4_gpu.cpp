@@ -310,10 +310,13 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
 
 bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
   if (is_dequant_config(config)) {
-    return !routed() && config.get("DEQUANT_BF16") == 1 && config.get("ALGO") >= 0 &&
+    return !routed() && config.has("ALGO") && config.get("DEQUANT_BF16") == 1 && config.get("ALGO") >= 0 &&
            shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
   }
   if (is_decode_config(config)) {
+    for (const char* name : {"BLOCK_M", "WARPS_K", "UNROLL", "SPLIT_K"}) {
+      if (!config.has(name)) return false;
+    }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
                        unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
     return !routed() && config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
@@ -367,7 +370,8 @@ void Mxfp4GpuOp::precompile(const std::vector<Config>& configs, const DeviceInfo
 
 const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = config.str();
+  // Every ALGO of the dequantize family runs the same kernel: load it once.
+  const std::string key = is_dequant_config(config) ? std::string("DEQUANT_BF16") : config.str();
   if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
   int device = 0;
   TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));

@@ -53,9 +53,12 @@ bool is_dequant_config(const Config& config);
 /// mxfp4_decode kernel, W loaded straight to registers, for M <= Mxfp4GpuOp::kDecodeMaxRows.
 bool is_decode_config(const Config& config);
 
-/// Compiles the kernel for `config` (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K), dense
-/// or grouped, with FOLDSCALE on or off, for `arch` (e.g. "sm_90"); for a dequantize config,
-/// the dequantization kernel (one for every ALGO; `moe` is ignored). Never throws for a config
+/// Compiles the kernel for `config`, dense or grouped, with FOLDSCALE on or off, for `arch`
+/// (e.g. "sm_90"): for a tile config (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES,
+/// SPLIT_K) mxfp4_gemm, for a decode config (DECODE, BLOCK_M, WARPS_K, UNROLL, SPLIT_K)
+/// mxfp4_decode (the grouped variant compiles but only the dense op runs it), both with
+/// mxfp4_splitk_finish; for a dequantize config the dequantization kernel (one for every ALGO;
+/// `moe` is ignored). Never throws for a config
 /// that fails to compile: the result carries ok == false and the log.
 CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
                                    bool foldscale, const std::string& arch);
@@ -109,8 +112,9 @@ class Mxfp4GpuOp : public Op {
   /// STAGES x stage bytes within the device's opt-in shared memory, WARPS * 32 threads within
   /// its limit. Decode configs: the dense op only, M <= kDecodeMaxRows, BLOCK_M 8 or 16, N % 16
   /// == 0, K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit.
-  /// Dequantize configs: the dense op only, M >= kDequantMinRows, ALGO >= 0 (an ALGO beyond
-  /// what cuBLASLt offers for the shape fails in run(), as in bf16_gemm).
+  /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
+  /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
+  /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   /// Compiles `configs` into the kernel cache on `threads` threads (NVRTC compiles concurrently),
   /// so a sweep's first run of each config loads a cubin instead of compiling.

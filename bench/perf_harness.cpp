@@ -100,7 +100,7 @@ int crosscheck(int runs, const DeviceInfo& device) {
   for (const std::int64_t m : {8, 512}) {
     const Shape s = gemm_shape(m, 4096, 4096);
     for (const auto& c : mxfp4.config_space(SpaceKind::kDefault)) {
-      if (!bench::is_dequant_config(c) && c.get("SPLIT_K") == 1 && (m == 8) == (c.get("BLOCK_M") == 8) && mxfp4.can_implement(c, s, device)) {
+      if (!bench::is_dequant_config(c) && !bench::is_decode_config(c) && c.get("SPLIT_K") == 1 && (m == 8) == (c.get("BLOCK_M") == 8) && mxfp4.can_implement(c, s, device)) {
         cases.push_back({&mxfp4, s, c, "mxfp4_gemm"});
         break;
       }

@@ -30,12 +30,15 @@ class GpuMxfp4 : public ::testing::Test {
     stream_ = std::make_unique<tunebench::Stream>();
   }
 
-  // Every default config that can run `shape` passes the check; returns how many ran.
-  int check_all(const tunebench::bench::Mxfp4GpuOp& op, const Shape& shape) {
+  // Every config of `space` (all of it, or those `keep` selects) that can run `shape` passes
+  // the check; returns how many ran.
+  int check_all(const tunebench::bench::Mxfp4GpuOp& op, const Shape& shape,
+                tunebench::SpaceKind space = tunebench::SpaceKind::kDefault,
+                bool (*keep)(const tunebench::Config&) = nullptr) {
     auto work = op.prepare(shape, 1234);
     int ran = 0;
-    for (const auto& config : op.config_space(tunebench::SpaceKind::kDefault)) {
-      if (!op.can_implement(config, shape, device_)) continue;
+    for (const auto& config : op.config_space(space)) {
+      if ((keep && !keep(config)) || !op.can_implement(config, shape, device_)) continue;
       const auto r = op.check(*work, config, stream_->get());
       EXPECT_TRUE(r.passed(kTolerance)) << op.name() << " " << shape.set << " " << shape.gemm << " M=" << shape.m
                                         << " [" << config.str() << "] rel_error " << r.rel_error
@@ -72,6 +75,30 @@ TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
   Shape odd = shapes[0];
   odd.m = 37;  // rows not a multiple of any BLOCK_M
   check_all(op, odd);
+}
+
+// The decode and dequantize families beyond the default space (BLOCK_M 16, 4 and 32 warps,
+// UNROLL 2, SPLIT_K 2; ALGO 4..7), which exhaustive search and replays can run, at the edges of
+// their M ranges and at M not a multiple of 8.
+TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
+  using tunebench::bench::Mxfp4GpuOp;
+  const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);
+  const auto shapes = shapes_to_check();
+  ASSERT_FALSE(shapes.empty());
+  for (const std::int64_t n : {4096, 1024}) {
+    for (const std::int64_t m : {std::int64_t{1}, std::int64_t{13}, Mxfp4GpuOp::kDecodeMaxRows}) {
+      Shape s = shapes[0];
+      s.m = m;
+      s.n = n;
+      s.k = 4096;
+      EXPECT_GT(check_all(op, s, tunebench::SpaceKind::kExpanded, tunebench::bench::is_decode_config), 0);
+    }
+  }
+  Shape s = shapes[0];
+  s.m = Mxfp4GpuOp::kDequantMinRows + 1;
+  s.n = 1024;
+  s.k = 4096;
+  EXPECT_GT(check_all(op, s, tunebench::SpaceKind::kExpanded, tunebench::bench::is_dequant_config), 0);
 }
 
 TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {

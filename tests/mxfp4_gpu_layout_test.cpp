@@ -178,7 +178,13 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsDenseOnlyAndForFewRows) {
   };
   EXPECT_FALSE(dense.can_implement(with("SPLIT_K", 4), decode, dev));   // 2048 % (32 * 8 * 4 * 4)
   EXPECT_FALSE(dense.can_implement(with("BLOCK_M", 32), decode, dev));  // 8 or 16 rows only
-  EXPECT_FALSE(dense.can_implement(with("WARPS_K", 64), decode, dev));  // 2048 threads
+  // 64 warps are 2048 threads, over the limit, while K = 2048 = 32 * 64 * 1 * 1 divides.
+  const tunebench::Config too_many{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 64}, {"UNROLL", 1}, {"SPLIT_K", 1}};
+  EXPECT_FALSE(dense.can_implement(too_many, decode, dev));
+  tunebench::DeviceInfo wide = dev;
+  wide.max_threads_per_block = 2048;
+  EXPECT_TRUE(dense.can_implement(too_many, decode, wide));
+  EXPECT_FALSE(dense.can_implement(tunebench::Config{{"DECODE", 1}}, decode, dev));  // incomplete: no throw
   tunebench::Shape odd_n = decode;
   odd_n.n = 4104;
   EXPECT_FALSE(dense.can_implement(c, odd_n, dev));

@@ -109,9 +109,10 @@ __device__ __forceinline__ u16 to_bf16(float x) {
 #if DECODE
 // Decode (few rows): W straight from global memory to registers, no shared-memory pipeline.
 // Block = WARPS_K warps on one 16-row W tile, each warp taking a contiguous 1/WARPS_K of the
-// block's K range and loading UNROLL atoms (8 bytes of codes per lane, two scales, the
-// activation fragments) before it dequantizes and multiplies any of them, so that a warp keeps
-// UNROLL * 256 bytes of W in flight and an SM dozens of warps. The warps' sums meet in shared
+// block's K range and issuing the loads of UNROLL atoms of W (8 bytes of codes per lane, as
+// volatile loads, so the compiler keeps them ahead) before it dequantizes and multiplies any of
+// them, so that a warp keeps UNROLL * 256 bytes of W in flight and an SM dozens of warps (the
+// scales and the activation fragments, small and cached, may be scheduled next to their use). The warps' sums meet in shared
 // memory; SPLIT_K > 1 adds the blocks' sums through fp32 atomics as in mxfp4_gemm. Rows:
 // BLOCK_M (8 or 16) activation rows per block row (the mma's N dimension).
 #define DMT (BLOCK_M / 8)
