@@ -233,9 +233,6 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
-  // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
-  // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
-  // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm.
   // Few rows (dense only): the decode kernel, W straight to registers, warps splitting K. The
   // default keeps the region where the winners of all 36 BLOCK_M {8, 16} x WARPS_K {4, 8, 16}
   // x UNROLL {4, 8} x SPLIT_K {1, 2, 4} configs sat on the decode sets (H200, 2026-11-30:
@@ -250,6 +247,9 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}}});
     }
   };
+  // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
+  // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
+  // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm.
   const auto add_dequant = [&] {
     if (routed()) return;
     add({{"DEQUANT_BF16", {1}},

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "tunebench/cache/config_cache.hpp"
@@ -408,4 +409,13 @@ TEST_F(ConfigCacheTest, AReadOnlyFileInAReadOnlyFolderIsRead) {
   if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
   EXPECT_EQ(rc, 0);
   EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
+}
+
+TEST_F(ConfigCacheTest, KeysOrderFieldByFieldSoSetsHoldEachKeyOnce) {
+  Key other_mode = key();
+  other_mode.timing_mode = "cudagraph";
+  const std::set<Key> keys{key(), key(), key("M=16,N=4096,K=4096"), other_mode};
+  EXPECT_EQ(keys.size(), 3u);
+  EXPECT_TRUE(key() < key("M=16,N=4096,K=4096") || key("M=16,N=4096,K=4096") < key());
+  EXPECT_FALSE(key() < key());
 }

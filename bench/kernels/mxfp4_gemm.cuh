@@ -73,21 +73,43 @@ __device__ __forceinline__ u32 scale_bf16(u32 s) {
   return s == 0xFFu ? 0x7FC0u : (s == 0u ? 0x0040u : (s << 7));
 }
 
+// The scales of a lane's two rows of an atom (g: lo, g + 8: hi) as bf16 pairs, and with
+// FOLDSCALE the folded pairs and whether the whole warp can use them. Call with the warp
+// converged (the vote).
+struct AtomScales {
+  u32 lo, hi, fold_lo, fold_hi;
+  bool folded;
+};
+
+__device__ __forceinline__ AtomScales atom_scales(u32 lo_code, u32 hi_code) {
+  AtomScales s{scale_bf16(lo_code), scale_bf16(hi_code), 0u, 0u, false};
+  s.lo |= s.lo << 16;
+  s.hi |= s.hi << 16;
+#if FOLDSCALE
+  // 2^(s-1) as bf16 has exponent field s + 126; NaN scales stay NaN.
+  s.folded = __all_sync(0xffffffffu, (lo_code <= 128u || lo_code == 0xFFu) && (hi_code <= 128u || hi_code == 0xFFu));
+  s.fold_lo = lo_code == 0xFFu ? 0x7FC0u : (lo_code + 126u) << 7;
+  s.fold_hi = hi_code == 0xFFu ? 0x7FC0u : (hi_code + 126u) << 7;
+  s.fold_lo |= s.fold_lo << 16;
+  s.fold_hi |= s.fold_hi << 16;
+#endif
+  return s;
+}
+
 // Four A-fragment registers (a0..a3) of one k16 step from one 32-bit word of codes. Register
 // j holds the nibbles j positions from the top of each half; a0, a2 are row g (scale lo),
 // a1, a3 row g+8 (scale hi).
-__device__ __forceinline__ void dequant_word(u32 q, u32 s_lo, u32 s_hi, u32 fold_lo, u32 fold_hi,
-                                             bool folded, u32 (&a)[4]) {
+__device__ __forceinline__ void dequant_word(u32 q, const AtomScales& s, u32 (&a)[4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const u32 raw = e2m1x2_raw(q << (4 * j));
 #if FOLDSCALE
     // One multiply: the 2^126 correction pre-multiplied into the block scale, valid while
     // 2^(s-1) fits bf16 (s <= 128); blocks with larger scales take the two-multiply path.
-    a[j] = folded ? bmul2(raw, (j & 1) ? fold_hi : fold_lo)
-                  : bmul2(bmul2(raw, BIAS2), (j & 1) ? s_hi : s_lo);
+    a[j] = s.folded ? bmul2(raw, (j & 1) ? s.fold_hi : s.fold_lo)
+                    : bmul2(bmul2(raw, BIAS2), (j & 1) ? s.hi : s.lo);
 #else
-    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? s_hi : s_lo);
+    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? s.hi : s.lo);
 #endif
   }
 }
@@ -170,22 +192,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      u32 s_lo = scale_bf16(s_lo_code[u]), s_hi = scale_bf16(s_hi_code[u]);
-      s_lo |= s_lo << 16;
-      s_hi |= s_hi << 16;
-      u32 fold_lo = 0, fold_hi = 0;
-      bool folded = false;
-#if FOLDSCALE
-      folded = __all_sync(0xffffffffu, (s_lo_code[u] <= 128u || s_lo_code[u] == 0xFFu) &&
-                                           (s_hi_code[u] <= 128u || s_hi_code[u] == 0xFFu));
-      fold_lo = s_lo_code[u] == 0xFFu ? 0x7FC0u : (s_lo_code[u] + 126u) << 7;
-      fold_hi = s_hi_code[u] == 0xFFu ? 0x7FC0u : (s_hi_code[u] + 126u) << 7;
-      fold_lo |= fold_lo << 16;
-      fold_hi |= fold_hi << 16;
-#endif
+      const AtomScales sc = atom_scales(s_lo_code[u], s_hi_code[u]);
       u32 w0[4], w1[4];
-      dequant_word(q[u].x, s_lo, s_hi, fold_lo, fold_hi, folded, w0);
-      dequant_word(q[u].y, s_lo, s_hi, fold_lo, fold_hi, folded, w1);
+      dequant_word(q[u].x, sc, w0);
+      dequant_word(q[u].y, sc, w1);
 #pragma unroll
       for (int m = 0; m < DMT; ++m) {
         mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
@@ -320,23 +330,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         const uint2 q = *reinterpret_cast<const uint2*>(wq_s + (tile16 * KA + ka) * 256 + lane * 8);
         const u32 s_lo_code = ws_s[(tile16 * KA + ka) * 16 + g];
         const u32 s_hi_code = ws_s[(tile16 * KA + ka) * 16 + g + 8];
-        u32 s_lo = scale_bf16(s_lo_code), s_hi = scale_bf16(s_hi_code);
-        s_lo |= s_lo << 16;
-        s_hi |= s_hi << 16;
-        u32 fold_lo = 0, fold_hi = 0;
-        bool folded = false;
-#if FOLDSCALE
-        // 2^(s-1) as bf16 has exponent field s + 126; NaN scales stay NaN.
-        folded = __all_sync(0xffffffffu, (s_lo_code <= 128u || s_lo_code == 0xFFu) &&
-                                             (s_hi_code <= 128u || s_hi_code == 0xFFu));
-        fold_lo = s_lo_code == 0xFFu ? 0x7FC0u : (s_lo_code + 126u) << 7;
-        fold_hi = s_hi_code == 0xFFu ? 0x7FC0u : (s_hi_code + 126u) << 7;
-        fold_lo |= fold_lo << 16;
-        fold_hi |= fold_hi << 16;
-#endif
+        const AtomScales sc = atom_scales(s_lo_code, s_hi_code);
         u32 a0[4], a1[4];
-        dequant_word(q.x, s_lo, s_hi, fold_lo, fold_hi, folded, a0);
-        dequant_word(q.y, s_lo, s_hi, fold_lo, fold_hi, folded, a1);
+        dequant_word(q.x, sc, a0);
+        dequant_word(q.y, sc, a1);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           u32 b0, b1, b2, b3;

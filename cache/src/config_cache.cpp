@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 namespace tunebench::cache {
@@ -110,11 +111,15 @@ std::int64_t now_s() {
 
 }  // namespace
 
-bool operator==(const Key& a, const Key& b) {
-  return a.op == b.op && a.kernel_version == b.kernel_version && a.tuning_key == b.tuning_key &&
-         a.device_name == b.device_name && a.device_cc == b.device_cc && a.toolkit == b.toolkit &&
-         a.timing_mode == b.timing_mode;
+namespace {
+auto fields(const Key& k) {
+  return std::tie(k.op, k.kernel_version, k.tuning_key, k.device_name, k.device_cc, k.toolkit, k.timing_mode);
 }
+}  // namespace
+
+bool operator==(const Key& a, const Key& b) { return fields(a) == fields(b); }
+
+bool operator<(const Key& a, const Key& b) { return fields(a) < fields(b); }
 
 std::string_view to_string(Status status) {
   switch (status) {

@@ -437,12 +437,8 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     if (context->cache && context->cache->read_only() && !untuned.empty()) {
       // The children's results reach the run only through the cache: refuse before any sweep
       // starts rather than lose the sweep at the merge.
-      std::set<std::string> keys;
-      for (const Family* f : untuned) {
-        const auto k = cache_key(*f->op, f->shape, *context);
-        keys.insert(k.op + '\x1f' + k.kernel_version + '\x1f' + k.tuning_key + '\x1f' + k.device_name + '\x1f' +
-                    k.device_cc + '\x1f' + k.toolkit + '\x1f' + k.timing_mode);
-      }
+      std::set<cache::Key> keys;
+      for (const Family* f : untuned) keys.insert(cache_key(*f->op, f->shape, *context));
       throw std::invalid_argument("config cache " + context->cache->path().string() + " is read-only, and " +
                                   std::to_string(keys.size()) + " keys need tuning that the " + what +
                                   " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
@@ -468,16 +464,14 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
     }
     std::string list;
     for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
     if (isolate) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
       std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in " << seconds << " s, " << w.tuned << " tuned, " << w.crashed_shards
                 << " child processes failed\n";
       benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
       benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
     } else {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
       std::cerr << "bench: parallel warmup: " << w.keys << " keys on " << w.shards << " shards in "
                 << seconds << " s, " << w.tuned << " tuned, " << w.crashed_shards
                 << " shards failed, " << w.disagreeing.size() << " disagreements\n";

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -47,11 +48,6 @@ namespace fs = std::filesystem;
 
 volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
-
-std::string key_id(const cache::Key& k) {
-  return k.op + '\x1f' + k.kernel_version + '\x1f' + k.tuning_key + '\x1f' + k.device_name + '\x1f' + k.device_cc +
-         '\x1f' + k.toolkit + '\x1f' + k.timing_mode;
-}
 
 struct Child {
   pid_t pid = -1;
@@ -262,9 +258,9 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
   report.shards = n;
   // One family per cache key: the shards tune keys, not benchmarks.
   std::vector<const Family*> keys;
-  std::map<std::string, bool> seen;
+  std::set<cache::Key> seen;
   for (const Family* f : untuned) {
-    if (seen.emplace(key_id(cache_key(*f->op, f->shape, context)), true).second) keys.push_back(f);
+    if (seen.insert(cache_key(*f->op, f->shape, context)).second) keys.push_back(f);
   }
   report.keys = static_cast<int>(keys.size());
   if (keys.empty()) return report;
@@ -493,20 +489,20 @@ WarmupReport parallel_warmup(const std::vector<const Family*>& untuned, RunConte
 
   // Merge every shard's finished keys in one transaction, then settle disagreements.
   std::vector<cache::ConfigCache::Entry> merged;
-  std::map<std::string, std::vector<std::string>> winners;  // key id -> best config per shard
+  std::map<cache::Key, std::vector<std::string>> winners;  // best config per shard
   for (int i = 0; i < n; ++i) {
     const fs::path store = dir / ("shard-" + std::to_string(i) + ".sqlite");
     std::error_code ec;
     if (!fs::exists(store, ec)) continue;
     cache::ConfigCache shard(store);
     for (auto& e : shard.entries()) {
-      if (e.best) winners[key_id(e.key)].push_back(e.best->config);
+      if (e.best) winners[e.key].push_back(e.best->config);
       merged.push_back(std::move(e));
     }
   }
   if (context.cache && !merged.empty()) context.cache->store(merged);
   for (auto k : plan.doubled) {
-    const auto it = winners.find(key_id(cache_key(*keys[k]->op, keys[k]->shape, context)));
+    const auto it = winners.find(cache_key(*keys[k]->op, keys[k]->shape, context));
     if (it == winners.end() || it->second.size() < 2 || it->second[0] == it->second[1]) continue;
     report.disagreeing.push_back(keys[k]->name);
     if (g_signal) continue;

@@ -26,6 +26,8 @@ struct Key {
   std::string toolkit;    ///< e.g. "cuda 13.0"
   std::string timing_mode;
   friend bool operator==(const Key& a, const Key& b);
+  /// Field by field in declaration order: keys in ordered sets and maps.
+  friend bool operator<(const Key& a, const Key& b);
 };
 
 /// Outcome of timing one config.
