@@ -7,7 +7,11 @@
 // in the ops' run()); per config one warm run, then the median of 21 timed runs (5 for kernels
 // over 200 us). --timing=cudagraph|event selects the other modes.
 //
-// usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [set-name-substring ...]
+// usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE]
+//                   [--op=NAME,...] [--config=SUBSTRING] [--each] [set-name-substring ...]
+//   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm); the others print "-"
+//   --config  time only the configs whose text contains SUBSTRING (e.g. DECODE=1,BLOCK_M=8)
+//   --each    also print one "config" line per timed config: op, set, gemm, M, us, GB/s, config
 
 #include <algorithm>
 #include <chrono>
@@ -63,17 +67,30 @@ struct Best {
   std::string config;
 };
 
+struct Selection {
+  std::vector<std::string> ops;  // empty: every op
+  std::string config;            // substring of Config::str(); empty: every config
+  bool each = false;
+  bool wants(const Op& op) const { return ops.empty() || std::find(ops.begin(), ops.end(), op.name()) != ops.end(); }
+};
+
 Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, const TimingOptions& timing_options,
-             SpaceKind space) {
+             SpaceKind space, const Selection& sel) {
+  Best best;
+  if (!sel.wants(op)) return best;
   std::vector<Config> configs;
   for (const auto& c : op.config_space(space)) {
-    if (op.can_implement(c, shape, dev)) configs.push_back(c);
+    if (c.str().find(sel.config) != std::string::npos && op.can_implement(c, shape, dev)) configs.push_back(c);
   }
   op.precompile(configs, dev, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   OpTiming timing(op, shape, 1, timing_options);
-  Best best;
   for (const auto& c : configs) {
     const double t = time_config(op, timing, c);
+    if (sel.each && t > 0) {
+      std::printf("config %-10s %-18s %-4s %6lld %9.2f %7.0f  %s\n", op.name().c_str(), shape.set.c_str(),
+                  shape.gemm.c_str(), static_cast<long long>(shape.m), t * 1e6, op.bytes(shape) / t / 1e9,
+                  c.str().c_str());
+    }
     if (t > 0 && (best.seconds < 0 || t < best.seconds)) best = {t, c.str()};
   }
   return best;
@@ -105,6 +122,10 @@ int main(int argc, char** argv) {
   std::vector<long long> ms;
   SpaceKind space = SpaceKind::kDefault;
   TimingOptions timing;
+  Selection sel;
+  const char* usage =
+      " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [--op=NAME,...]"
+      " [--config=SUBSTRING] [--each] [set-name-substring ...])\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
@@ -117,6 +138,21 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
+    } else if (a == "--each") {
+      sel.each = true;
+    } else if (a.rfind("--config=", 0) == 0) {
+      sel.config = a.substr(9);
+    } else if (a.rfind("--op=", 0) == 0) {
+      for (std::size_t pos = 5; pos <= a.size();) {
+        const auto comma = std::min(a.find(',', pos), a.size());
+        const std::string name = a.substr(pos, comma - pos);
+        if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm") {
+          std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm\n";
+          return 2;
+        }
+        sel.ops.push_back(name);
+        pos = comma + 1;
+      }
     } else if (a.rfind("--m=", 0) == 0) {
       for (std::size_t pos = 4; pos <= a.size();) {
         const auto comma = std::min(a.find(',', pos), a.size());
@@ -131,8 +167,7 @@ int main(int argc, char** argv) {
         pos = comma + 1;
       }
     } else if (a.rfind("--", 0) == 0) {
-      std::cerr << "perf_mxfp4: unknown flag " << a
-                << " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [set-name-substring ...])\n";
+      std::cerr << "perf_mxfp4: unknown flag " << a << usage;
       return 2;
     } else {
       wanted.push_back(a);
@@ -164,16 +199,35 @@ int main(int argc, char** argv) {
       }
       for (const auto& s : set.shapes) {
         if (!ms.empty() && std::find(ms.begin(), ms.end(), s.m) == ms.end()) continue;
-        const Best g = best_of(gemm, s, dev, timing, space);
-        const Best m = best_of(moe, s, dev, timing, space);
-        const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault);
-        auto us = [](const Best& x) { return x.seconds * 1e6; };
-        std::printf("%-18s %-4s %6lld | %9.2f %7.0f %5.1f | %9.2f %7.0f %5.1f | %9.2f %7.1f | %7.2f  %s ; %s ; %s\n",
-                    s.set.c_str(), s.gemm.c_str(), static_cast<long long>(s.m), us(g),
-                    gemm.bytes(s) / g.seconds / 1e9, 100 * gemm.bytes(s) / g.seconds / copy_bw, us(m),
-                    moe.bytes(s) / m.seconds / 1e9, 100 * moe.bytes(s) / m.seconds / copy_bw, us(b),
-                    bf16.flops(s) / b.seconds / 1e12, b.seconds / g.seconds, g.config.c_str(),
-                    m.config.c_str(), b.config.c_str());
+        const Best g = best_of(gemm, s, dev, timing, space, sel);
+        const Best m = best_of(moe, s, dev, timing, space, sel);
+        const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault, sel);
+        // "-" for an op not selected or without a config that ran.
+        auto cols = [&](const Op& op, const Best& x) {
+          char buf[64];
+          if (x.seconds <= 0) {
+            std::snprintf(buf, sizeof buf, "%9s %7s %5s", "-", "-", "-");
+          } else {
+            std::snprintf(buf, sizeof buf, "%9.2f %7.0f %5.1f", x.seconds * 1e6, op.bytes(s) / x.seconds / 1e9,
+                          100 * op.bytes(s) / x.seconds / copy_bw);
+          }
+          return std::string(buf);
+        };
+        char bcol[64], ratio[16];
+        if (b.seconds > 0) {
+          std::snprintf(bcol, sizeof bcol, "%9.2f %7.1f", b.seconds * 1e6, bf16.flops(s) / b.seconds / 1e12);
+        } else {
+          std::snprintf(bcol, sizeof bcol, "%9s %7s", "-", "-");
+        }
+        if (b.seconds > 0 && g.seconds > 0) {
+          std::snprintf(ratio, sizeof ratio, "%7.2f", b.seconds / g.seconds);
+        } else {
+          std::snprintf(ratio, sizeof ratio, "%7s", "-");
+        }
+        std::printf("%-18s %-4s %6lld | %s | %s | %s | %s  %s ; %s ; %s\n", s.set.c_str(), s.gemm.c_str(),
+                    static_cast<long long>(s.m), cols(gemm, g).c_str(), cols(moe, m).c_str(), bcol, ratio,
+                    g.config.empty() ? "-" : g.config.c_str(), m.config.empty() ? "-" : m.config.c_str(),
+                    b.config.empty() ? "-" : b.config.c_str());
         std::fflush(stdout);
       }
     }
