@@ -233,13 +233,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
-  // Few rows (dense only): the decode kernel, W straight to registers, warps splitting K. The
+  // Few rows (both ops): the decode kernel, W straight to registers, warps splitting K. The
   // default keeps the region where the winners of all 36 BLOCK_M {8, 16} x WARPS_K {4, 8, 16}
   // x UNROLL {4, 8} x SPLIT_K {1, 2, 4} configs sat on the decode sets (H200, 2026-11-30:
   // 16 warps without split-K for N = 4096, 8 warps with SPLIT_K 4 for N = 1024; BLOCK_M 16
   // never won); the expanded space goes past it, to 32 warps and UNROLL 2.
   const auto add_decode = [&] {
-    if (routed()) return;
     if (kind == SpaceKind::kExpanded) {
       add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1, 2, 4}}});
@@ -319,7 +318,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
                        unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
-    return !routed() && config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
+    return config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
            unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
            shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }

@@ -49,14 +49,14 @@ const std::string& mxfp4_kernel_source();
 /// parameter DEQUANT_BF16) rather than to the tile configs of the fused kernel.
 bool is_dequant_config(const Config& config);
 
-/// Whether `config` belongs to mxfp4_gemm's decode family (it has the parameter DECODE): the
+/// Whether `config` belongs to the decode family (it has the parameter DECODE): the
 /// mxfp4_decode kernel, W loaded straight to registers, for M <= Mxfp4GpuOp::kDecodeMaxRows.
 bool is_decode_config(const Config& config);
 
 /// Compiles the kernel for `config`, dense or grouped, with FOLDSCALE on or off, for `arch`
 /// (e.g. "sm_90"): for a tile config (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES,
 /// SPLIT_K) mxfp4_gemm, for a decode config (DECODE, BLOCK_M, WARPS_K, UNROLL, SPLIT_K)
-/// mxfp4_decode (the grouped variant compiles but only the dense op runs it), both with
+/// mxfp4_decode, both with
 /// mxfp4_splitk_finish; for a dequantize config the dequantization kernel (one for every ALGO;
 /// `moe` is ignored). Never throws for a config
 /// that fails to compile: the result carries ok == false and the log.
@@ -98,11 +98,11 @@ class Mxfp4GpuOp : public Op {
   /// docs/cache-and-autotuner.md): decode tiles (BLOCK_M 8/16, BLOCK_N 16..64), late-decode
   /// tiles (BLOCK_M 32/64, 8 warps) and prefill tiles (BLOCK_M 32..128). Expanded (832 tile
   /// configs, 661 of them usable on the shipped shapes): a superset with more values on every
-  /// axis. The dense op adds two families after them: the decode kernel, DECODE=1 with
+  /// axis. Both ops add the decode kernel after them, DECODE=1 with
   /// BLOCK_M (activation rows per block), WARPS_K (warps per block, each on 1/WARPS_K of the
   /// block's K range), UNROLL (32-column atoms each warp loads before computing) and SPLIT_K
   /// (default: BLOCK_M 8, WARPS_K 8/16, UNROLL 4/8, SPLIT_K 1/4, 8 configs; expanded: BLOCK_M
-  /// 8/16, WARPS_K 4..32, UNROLL 2/4/8, SPLIT_K 1/2/4, 72 configs); then the
+  /// 8/16, WARPS_K 4..32, UNROLL 2/4/8, SPLIT_K 1/2/4, 72 configs); the dense op then the
   /// dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
@@ -110,7 +110,7 @@ class Mxfp4GpuOp : public Op {
   /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
   /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
   /// STAGES x stage bytes within the device's opt-in shared memory, WARPS * 32 threads within
-  /// its limit. Decode configs: the dense op only, M <= kDecodeMaxRows, BLOCK_M 8 or 16, N % 16
+  /// its limit. Decode configs: M <= kDecodeMaxRows (tokens, for the grouped op), BLOCK_M 8 or 16, N % 16
   /// == 0, K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in

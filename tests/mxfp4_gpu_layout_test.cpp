@@ -148,7 +148,7 @@ TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
   EXPECT_FALSE(dense.can_implement(tunebench::Config{{"DEQUANT_BF16", 1}, {"ALGO", -1}}, large, dev));
 }
 
-TEST(Mxfp4GpuOps, DecodeFamilyIsDenseOnlyAndForFewRows) {
+TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   using tunebench::bench::is_decode_config;
   using tunebench::bench::Mxfp4GpuOp;
   const tunebench::bench::Mxfp4GemmOp dense(false);
@@ -159,8 +159,10 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsDenseOnlyAndForFewRows) {
   };
   EXPECT_GT(count(dense.config_space(tunebench::SpaceKind::kDefault)), 0);
   EXPECT_GT(count(dense.config_space(tunebench::SpaceKind::kExpanded)), 0);
-  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kDefault)), 0);
-  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kExpanded)), 0);
+  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kDefault)),
+            count(dense.config_space(tunebench::SpaceKind::kDefault)));
+  EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kExpanded)),
+            count(dense.config_space(tunebench::SpaceKind::kExpanded)));
 
   const tunebench::Config c{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4}, {"SPLIT_K", 2}};
   const tunebench::Shape decode{"s", "w2", Mxfp4GpuOp::kDecodeMaxRows, 4096, 2048, 256, 6, std::nullopt};
@@ -168,7 +170,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsDenseOnlyAndForFewRows) {
   tunebench::Shape more = decode;
   more.m = Mxfp4GpuOp::kDecodeMaxRows + 1;
   EXPECT_FALSE(dense.can_implement(c, more, dev));
-  EXPECT_FALSE(moe.can_implement(c, decode, dev));
+  EXPECT_TRUE(moe.can_implement(c, decode, dev));
+  EXPECT_FALSE(moe.can_implement(c, more, dev));
   auto with = [&](const char* name, std::int64_t v) {
     std::vector<tunebench::Config::Param> p = c.params();
     for (auto& kv : p) {

@@ -148,25 +148,39 @@ __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
 extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
     mxfp4_decode(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                  u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
-                 const int4* __restrict__, const int* __restrict__, const int* __restrict__) {
-  // (The last three are mxfp4_gemm's grouped-MoE arguments, unused: one launch path for both.)
+                 const int4* __restrict__ tiles, const int* __restrict__ a_rows,
+                 const int* __restrict__ out_rows) {
   __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DMT * 4];
   const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.y * BLOCK_M;
+  // Block rows as in mxfp4_gemm: dense, BLOCK_M rows from blockIdx.y * BLOCK_M; grouped, one
+  // tile of the list (an expert and a run of its routed pairs).
+#if MOE
+  const int4 tile = tiles[blockIdx.y];
+  const int expert = tile.x, row0 = tile.y, row_count = tile.z;
+#else
+  const int expert = 0, row0 = blockIdx.y * BLOCK_M;
+  const int row_count = min(BLOCK_M, rows - row0);
+#endif
   const long long atoms_per_row = K / 32;
   const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
   const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
-  const u8* wq = Wq + ((long long)blockIdx.x * atoms_per_row + atom0) * 256 + lane * 8;
-  const u8* ws = Ws + ((long long)blockIdx.x * atoms_per_row + atom0) * 16;
+  const long long tile_atoms = ((long long)expert * (N / 16) + blockIdx.x) * atoms_per_row + atom0;
+  const u8* wq = Wq + tile_atoms * 256 + lane * 8;
+  const u8* ws = Ws + tile_atoms * 16;
   // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
   // each 8-column quarter of an atom.
   const u16* arow[DMT];
   bool avalid[DMT];
 #pragma unroll
   for (int m = 0; m < DMT; ++m) {
-    const int r = row0 + m * 8 + g;
-    avalid[m] = r < rows;
-    arow[m] = A + (long long)(avalid[m] ? r : 0) * K + atom0 * 32 + 2 * t;
+    const int r = m * 8 + g;
+    avalid[m] = r < row_count;
+#if MOE
+    const int src = avalid[m] ? a_rows[row0 + r] : 0;
+#else
+    const int src = avalid[m] ? row0 + r : 0;
+#endif
+    arow[m] = A + (long long)src * K + atom0 * 32 + 2 * t;
   }
 
   float acc[DMT][4];
@@ -227,9 +241,13 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
   for (int m = 0; m < DMT; ++m) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int r = row0 + m * 8 + 2 * t + (i & 1);
-      if (r >= rows) continue;
-      const long long out = (long long)r * N + n + (i >> 1) * 8;
+      const int r = m * 8 + 2 * t + (i & 1);
+      if (r >= row_count) continue;
+#if MOE
+      const long long out = (long long)out_rows[row0 + r] * N + n + (i >> 1) * 8;
+#else
+      const long long out = (long long)(row0 + r) * N + n + (i >> 1) * 8;
+#endif
 #if SPLIT_K > 1
       atomicAdd(Yacc + out, acc[m][i]);
 #else
