@@ -187,6 +187,13 @@ bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16")
 
 bool is_decode_config(const Config& config) { return config.has("DECODE"); }
 
+// Dynamic shared memory of a decode config: with STAGES, each warp's ring of STAGES slots of
+// UNROLL atoms (256 bytes of codes and 16 scales each); without, none.
+std::int64_t decode_smem_bytes(const Config& config) {
+  if (!config.has("STAGES")) return 0;
+  return config.get("WARPS_K") * config.get("STAGES") * config.get("UNROLL") * (256 + 16);
+}
+
 bool foldscale_from_env() {
   const char* v = std::getenv("FLAGGEMS_MXFP4_FOLDSCALE");
   if (!v || std::strcmp(v, "0") == 0) return false;
@@ -242,8 +249,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
     if (kind == SpaceKind::kExpanded) {
       add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1, 2, 4}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {1, 2, 3}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}},
+           {"STAGES", {1, 2}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -318,8 +329,11 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
                        unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
+    const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_m / 8) * 4 * 4;
     return config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
            unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
+           (!config.has("STAGES") || config.get("STAGES") >= 1) &&
+           decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   const Tiles t(config);
@@ -387,8 +401,13 @@ const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
     return *(loaded_[key] = std::move(k));
   }
   k->finish = k->library.kernel("mxfp4_splitk_finish");
-  if (is_decode_config(config)) {  // static shared memory only
+  if (is_decode_config(config)) {
     k->gemm = k->library.kernel("mxfp4_decode");
+    k->smem = static_cast<int>(decode_smem_bytes(config));
+    if (k->smem > 0) {
+      TUNEBENCH_CUDA_CHECK(cudaKernelSetAttributeForDevice(k->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                           k->smem, device));
+    }
     return *(loaded_[key] = std::move(k));
   }
   k->gemm = k->library.kernel("mxfp4_gemm");

@@ -114,6 +114,37 @@ __device__ __forceinline__ void dequant_word(u32 q, const AtomScales& s, u32 (&a
   }
 }
 
+// The common case of a scale code, without special cases: with FOLDSCALE, codes up to 128
+// (2^(s-1) fits bf16), else 1..254 (neither the subnormal 2^-127 nor NaN). fast_pair gives the
+// bf16 pair that dequant_word_fast multiplies by; both paths give the bits of dequant_word.
+__device__ __forceinline__ bool fast_scale(u32 c) {
+#if FOLDSCALE
+  return c <= 128u;
+#else
+  return c - 1u < 254u;
+#endif
+}
+
+__device__ __forceinline__ u32 fast_pair(u32 c) {
+#if FOLDSCALE
+  return (c + 126u) * 0x00800080u;  // 2^(s-1) in both halves
+#else
+  return c * 0x00800080u;  // 2^(s-127) in both halves
+#endif
+}
+
+__device__ __forceinline__ void dequant_word_fast(u32 q, u32 lo, u32 hi, u32 (&a)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const u32 raw = e2m1x2_raw(q << (4 * j));
+#if FOLDSCALE
+    a[j] = bmul2(raw, (j & 1) ? hi : lo);
+#else
+    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? hi : lo);
+#endif
+  }
+}
+
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -189,6 +220,84 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
 
+#ifdef STAGES
+  // Staged: each warp copies its W codes and scales for UNROLL atoms at a time into its own
+  // shared-memory ring of STAGES slots with cp.async, which needs no registers, so every warp
+  // keeps all of a group in flight (ptxas sinks register loads next to their use: H200,
+  // 2026-11-30, 32 registers and ~2 atoms in flight per warp, 1.2 TB/s at M = 1).
+  extern __shared__ __align__(16) u8 dsm[];
+  constexpr int WQ_BYTES = UNROLL * 256, SLOT = UNROLL * (256 + 16);
+  u8* const ring = dsm + wk * (STAGES * SLOT);
+  const u8* const gq = Wq + tile_atoms * 256;
+  const u8* const gs = Ws + tile_atoms * 16;
+  const int groups = atoms_warp / UNROLL;
+  const auto issue = [&](int grp) {
+    if (grp < groups) {
+      u8* const dst = ring + (grp % STAGES) * SLOT;
+      const u8* const src = gq + (long long)grp * WQ_BYTES;
+#pragma unroll
+      for (int c = lane; c < UNROLL * 16; c += 32) cp_async16(dst + c * 16, src + c * 16, 16);
+      if (lane < UNROLL) cp_async16(dst + WQ_BYTES + lane * 16, gs + ((long long)grp * UNROLL + lane) * 16, 16);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) issue(st);
+  for (int grp = 0; grp < groups; ++grp) {
+    issue(grp + STAGES - 1);
+    const int a0 = grp * UNROLL;
+    u32 b[UNROLL][DMT][4];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int m = 0; m < DMT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)(a0 + u) * 32 + i * 8)) : 0u;
+    cp_async_wait<STAGES - 1>();
+    __syncwarp();  // the other lanes' copies are visible
+    const u8* const slot = ring + (grp % STAGES) * SLOT;
+    u32 lo[UNROLL], hi[UNROLL];
+    bool fast = true;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      lo[u] = slot[WQ_BYTES + u * 16 + g];
+      hi[u] = slot[WQ_BYTES + u * 16 + g + 8];
+      fast = fast && fast_scale(lo[u]) && fast_scale(hi[u]);
+    }
+    // One vote per group, so the common case runs without per-atom special cases or selects.
+    if (__all_sync(0xffffffffu, fast)) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const uint2 q = *reinterpret_cast<const uint2*>(slot + u * 256 + lane * 8);
+        const u32 pl = fast_pair(lo[u]), ph = fast_pair(hi[u]);
+        u32 w0[4], w1[4];
+        dequant_word_fast(q.x, pl, ph, w0);
+        dequant_word_fast(q.y, pl, ph, w1);
+#pragma unroll
+        for (int m = 0; m < DMT; ++m) {
+          mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+          mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const uint2 q = *reinterpret_cast<const uint2*>(slot + u * 256 + lane * 8);
+        const AtomScales sc = atom_scales(lo[u], hi[u]);
+        u32 w0[4], w1[4];
+        dequant_word(q.x, sc, w0);
+        dequant_word(q.y, sc, w1);
+#pragma unroll
+        for (int m = 0; m < DMT; ++m) {
+          mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+          mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+        }
+      }
+    }
+    __syncwarp();  // every lane is done with the slot before a later issue() refills it
+  }
+#else
   for (int a0 = 0; a0 < atoms_warp; a0 += UNROLL) {
     uint2 q[UNROLL];
     u32 s_lo_code[UNROLL], s_hi_code[UNROLL], b[UNROLL][DMT][4];
@@ -217,6 +326,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
       }
     }
   }
+
+#endif
 
 #if WARPS_K > 1
   if (wk > 0) {
