@@ -187,10 +187,9 @@ bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16")
 
 bool is_decode_config(const Config& config) { return config.has("DECODE"); }
 
-// Dynamic shared memory of a decode config: with STAGES, each warp's ring of STAGES slots of
-// UNROLL atoms (256 bytes of codes and 16 scales each); without, none.
+// Dynamic shared memory of a decode config: each warp's ring of STAGES slots of UNROLL atoms
+// (256 bytes of codes and 16 scales each); none for STAGES = 0 (W straight to registers).
 std::int64_t decode_smem_bytes(const Config& config) {
-  if (!config.has("STAGES")) return 0;
   return config.get("WARPS_K") * config.get("STAGES") * config.get("UNROLL") * (256 + 16);
 }
 
@@ -240,21 +239,22 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
-  // Few rows (both ops): the decode kernel, W straight to registers, warps splitting K. The
-  // default keeps the region where the winners of all 36 BLOCK_M {8, 16} x WARPS_K {4, 8, 16}
-  // x UNROLL {4, 8} x SPLIT_K {1, 2, 4} configs sat on the decode sets (H200, 2026-11-30:
-  // 16 warps without split-K for N = 4096, 8 warps with SPLIT_K 4 for N = 1024; BLOCK_M 16
-  // never won); the expanded space goes past it, to 32 warps and UNROLL 2.
+  // Few rows (both ops): the decode kernel, warps splitting K, W either straight to registers
+  // (STAGES 0) or through each warp's cp.async ring of STAGES slots. On the decode sets (H200,
+  // 2026-11-30, all 288 configs of the expanded family) the winners had 4 to 32 warps, UNROLL 2
+  // or 4 and no split-K, staged and unstaged within 5% of each other on the dense op, staged
+  // ahead on the grouped one (8 warps, UNROLL 4, STAGES 1 at every M); the default keeps that
+  // region, 4 warps with UNROLL 2/4 so that K = 512 (TP4 w2) has candidates, and the two
+  // register-path winners of the earlier default (16 warps, UNROLL 8; 8 warps, SPLIT_K 4).
   const auto add_decode = [&] {
     if (kind == SpaceKind::kExpanded) {
       add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1, 2, 4}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {1, 2, 3}}});
+           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0, 1, 2, 3}}});
     } else {
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16}}, {"UNROLL", {4, 8}}, {"SPLIT_K", {1, 4}},
-           {"STAGES", {1, 2}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {4, 8, 16}}, {"UNROLL", {2, 4}}, {"SPLIT_K", {1}},
+           {"STAGES", {0, 1, 2}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8}}, {"UNROLL", {4}}, {"SPLIT_K", {4}}, {"STAGES", {0}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -324,7 +324,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
            shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
   }
   if (is_decode_config(config)) {
-    for (const char* name : {"BLOCK_M", "WARPS_K", "UNROLL", "SPLIT_K"}) {
+    for (const char* name : {"BLOCK_M", "WARPS_K", "UNROLL", "SPLIT_K", "STAGES"}) {
       if (!config.has(name)) return false;
     }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
@@ -332,7 +332,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_m / 8) * 4 * 4;
     return config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
            unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
-           (!config.has("STAGES") || config.get("STAGES") >= 1) &&
+           config.get("STAGES") >= 0 &&
            decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }

@@ -21,7 +21,7 @@
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
-// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
+// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
 // the dense op's kernel for few rows (below).
 
 typedef unsigned int u32;
@@ -176,7 +176,15 @@ __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
+// Staged, at most 64 registers a thread, so that 2048 threads fit an SM: unbounded, the
+// prefetched activation fragments took 87 and left one block of 16 warps a SM, two waves for
+// the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path needs 32 unbounded.)
+#if STAGES > 0
+#define DECODE_MIN_BLOCKS (WARPS_K >= 32 ? 1 : 32 / WARPS_K)
+#else
+#define DECODE_MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
     mxfp4_decode(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                  u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
                  const int4* __restrict__ tiles, const int* __restrict__ a_rows,
@@ -220,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
 
-#ifdef STAGES
+#if STAGES > 0
   // Staged: each warp copies its W codes and scales for UNROLL atoms at a time into its own
   // shared-memory ring of STAGES slots with cp.async, which needs no registers, so every warp
   // keeps all of a group in flight (ptxas sinks register loads next to their use: H200,
