@@ -251,10 +251,11 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0, 1, 2, 3}}});
     } else {
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {4, 8, 16}}, {"UNROLL", {2, 4}}, {"SPLIT_K", {1}},
-           {"STAGES", {0, 1, 2}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8}}, {"UNROLL", {4}}, {"SPLIT_K", {4}}, {"STAGES", {0}}});
+      // EXPERIMENT (temporary FASTSCALE axis): register path with and without the group vote, staged.
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
+           {"STAGES", {0}}, {"FASTSCALE", {0, 1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
+           {"STAGES", {2}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to

@@ -176,6 +176,61 @@ __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
   return v;
 }
 
+// The B fragments of UNROLL atoms from atom a0 on (zero for rows past the block's count).
+__device__ __forceinline__ void load_b(const u16* const (&arow)[DMT], const bool (&avalid)[DMT], int a0,
+                                       u32 (&b)[UNROLL][DMT][4]) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+    for (int m = 0; m < DMT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)(a0 + u) * 32 + i * 8)) : 0u;
+}
+
+// Dequantizes and multiplies a group of UNROLL atoms (codes q, scale codes lo/hi of rows g and
+// g + 8). With VOTE, one vote per group sends the common case (every scale of the group in the
+// fast range) down a path without the per-atom special cases and selects of atom_scales; both
+// paths give the same bits.
+template <bool VOTE>
+__device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&lo)[UNROLL], const u32 (&hi)[UNROLL],
+                                          const u32 (&b)[UNROLL][DMT][4], float (&acc)[DMT][4]) {
+  bool fast = VOTE;
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) fast = fast && fast_scale(lo[u]) && fast_scale(hi[u]);
+  if (VOTE && __all_sync(0xffffffffu, fast)) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const u32 pl = fast_pair(lo[u]), ph = fast_pair(hi[u]);
+      u32 w0[4], w1[4];
+      dequant_word_fast(q[u].x, pl, ph, w0);
+      dequant_word_fast(q[u].y, pl, ph, w1);
+#pragma unroll
+      for (int m = 0; m < DMT; ++m) {
+        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const AtomScales sc = atom_scales(lo[u], hi[u]);
+      u32 w0[4], w1[4];
+      dequant_word(q[u].x, sc, w0);
+      dequant_word(q[u].y, sc, w1);
+#pragma unroll
+      for (int m = 0; m < DMT; ++m) {
+        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+      }
+    }
+  }
+}
+
+#ifndef FASTSCALE
+#define FASTSCALE 0
+#endif
+
 // Staged, at most 64 registers a thread, so that 2048 threads fit an SM: unbounded, the
 // prefetched activation fragments took 87 and left one block of 16 warps a SM, two waves for
 // the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path needs 32 unbounded.)
@@ -204,8 +259,6 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
   const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
   const long long tile_atoms = ((long long)expert * (N / 16) + blockIdx.x) * atoms_per_row + atom0;
-  const u8* wq = Wq + tile_atoms * 256 + lane * 8;
-  const u8* ws = Ws + tile_atoms * 16;
   // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
   // each 8-column quarter of an atom.
   const u16* arow[DMT];
@@ -253,88 +306,38 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   for (int st = 0; st < STAGES - 1; ++st) issue(st);
   for (int grp = 0; grp < groups; ++grp) {
     issue(grp + STAGES - 1);
-    const int a0 = grp * UNROLL;
     u32 b[UNROLL][DMT][4];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-      for (int m = 0; m < DMT; ++m)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)(a0 + u) * 32 + i * 8)) : 0u;
+    load_b(arow, avalid, grp * UNROLL, b);
     cp_async_wait<STAGES - 1>();
     __syncwarp();  // the other lanes' copies are visible
     const u8* const slot = ring + (grp % STAGES) * SLOT;
+    uint2 q[UNROLL];
     u32 lo[UNROLL], hi[UNROLL];
-    bool fast = true;
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
+      q[u] = *reinterpret_cast<const uint2*>(slot + u * 256 + lane * 8);
       lo[u] = slot[WQ_BYTES + u * 16 + g];
       hi[u] = slot[WQ_BYTES + u * 16 + g + 8];
-      fast = fast && fast_scale(lo[u]) && fast_scale(hi[u]);
     }
-    // One vote per group, so the common case runs without per-atom special cases or selects.
-    if (__all_sync(0xffffffffu, fast)) {
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const uint2 q = *reinterpret_cast<const uint2*>(slot + u * 256 + lane * 8);
-        const u32 pl = fast_pair(lo[u]), ph = fast_pair(hi[u]);
-        u32 w0[4], w1[4];
-        dequant_word_fast(q.x, pl, ph, w0);
-        dequant_word_fast(q.y, pl, ph, w1);
-#pragma unroll
-        for (int m = 0; m < DMT; ++m) {
-          mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
-          mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const uint2 q = *reinterpret_cast<const uint2*>(slot + u * 256 + lane * 8);
-        const AtomScales sc = atom_scales(lo[u], hi[u]);
-        u32 w0[4], w1[4];
-        dequant_word(q.x, sc, w0);
-        dequant_word(q.y, sc, w1);
-#pragma unroll
-        for (int m = 0; m < DMT; ++m) {
-          mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
-          mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
-        }
-      }
-    }
+    group_mma<true>(q, lo, hi, b, acc);
     __syncwarp();  // every lane is done with the slot before a later issue() refills it
   }
 #else
+  const u8* wq = Wq + tile_atoms * 256 + lane * 8;
+  const u8* ws = Ws + tile_atoms * 16;
   for (int a0 = 0; a0 < atoms_warp; a0 += UNROLL) {
     uint2 q[UNROLL];
-    u32 s_lo_code[UNROLL], s_hi_code[UNROLL], b[UNROLL][DMT][4];
+    u32 lo[UNROLL], hi[UNROLL], b[UNROLL][DMT][4];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int a = a0 + u;
       q[u] = ld_stream_v2(wq + (long long)a * 256);
-      s_lo_code[u] = ws[(long long)a * 16 + g];
-      s_hi_code[u] = ws[(long long)a * 16 + g + 8];
-#pragma unroll
-      for (int m = 0; m < DMT; ++m)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)a * 32 + i * 8)) : 0u;
+      lo[u] = ws[(long long)a * 16 + g];
+      hi[u] = ws[(long long)a * 16 + g + 8];
     }
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const AtomScales sc = atom_scales(s_lo_code[u], s_hi_code[u]);
-      u32 w0[4], w1[4];
-      dequant_word(q[u].x, sc, w0);
-      dequant_word(q[u].y, sc, w1);
-#pragma unroll
-      for (int m = 0; m < DMT; ++m) {
-        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
-        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
-      }
-    }
+    load_b(arow, avalid, a0, b);
+    group_mma<FASTSCALE != 0>(q, lo, hi, b, acc);
   }
-
 #endif
 
 #if WARPS_K > 1
