@@ -239,23 +239,22 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
-  // Few rows (both ops): the decode kernel, warps splitting K, W either straight to registers
-  // (STAGES 0) or through each warp's cp.async ring of STAGES slots. On the decode sets (H200,
-  // 2026-11-30, all 288 configs of the expanded family) the winners had 4 to 32 warps, UNROLL 2
-  // or 4 and no split-K, staged and unstaged within 5% of each other on the dense op, staged
-  // ahead on the grouped one (8 warps, UNROLL 4, STAGES 1 at every M); the default keeps that
-  // region, 4 warps with UNROLL 2/4 so that K = 512 (TP4 w2) has candidates, and the two
-  // register-path winners of the earlier default (16 warps, UNROLL 8; 8 warps, SPLIT_K 4).
+  // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_gemm.cuh). The default keeps
+  // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
+  // BLOCK_M 8 x WARPS_K 1..16 x UNROLL 2/4/8 with each load path and vote setting, both ops):
+  // 1 and 2 warps for the grouped op and for M = 64, 4 to 16 for the dense op at M <= 16, no
+  // split-K; the ring (STAGES 2) only won dense K = 512, with 4 or 16 warps.
   const auto add_decode = [&] {
     if (kind == SpaceKind::kExpanded) {
-      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0, 1, 2, 3}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1}}, {"STAGES", {1, 2}}, {"SCALE_VOTE", {1}}});
     } else {
-      // EXPERIMENT (temporary FASTSCALE axis): register path with and without the group vote, staged.
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
-           {"STAGES", {0}}, {"FASTSCALE", {0, 1}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
-           {"STAGES", {2}}});
+           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {4, 16}}, {"UNROLL", {2, 4}}, {"SPLIT_K", {1}},
+           {"STAGES", {2}}, {"SCALE_VOTE", {1}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -325,7 +324,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
            shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
   }
   if (is_decode_config(config)) {
-    for (const char* name : {"BLOCK_M", "WARPS_K", "UNROLL", "SPLIT_K", "STAGES"}) {
+    for (const char* name : {"BLOCK_M", "WARPS_K", "UNROLL", "SPLIT_K", "STAGES", "SCALE_VOTE"}) {
       if (!config.has(name)) return false;
     }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
@@ -333,7 +332,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_m / 8) * 4 * 4;
     return config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
            unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
-           config.get("STAGES") >= 0 &&
+           config.get("STAGES") >= 0 && (config.get("SCALE_VOTE") == 1 || (config.get("SCALE_VOTE") == 0 && config.get("STAGES") == 0)) &&
            decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }

@@ -77,9 +77,9 @@ TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
   check_all(op, odd);
 }
 
-// The decode and dequantize families beyond the default space (BLOCK_M 16, 4 and 32 warps,
-// UNROLL 2, SPLIT_K 2; ALGO 4..7), which exhaustive search and replays can run, at the edges of
-// their M ranges and at M not a multiple of 8.
+// The decode and dequantize families beyond the default space (BLOCK_M 16, 32 warps, SPLIT_K
+// 2 and 4, the ring with 1 and 2 stages at every width; ALGO 4..7), which exhaustive search and
+// replays can run, at the edges of their M ranges and at M not a multiple of 8.
 TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
   using tunebench::bench::Mxfp4GpuOp;
   const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);

@@ -164,7 +164,7 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kExpanded)),
             count(dense.config_space(tunebench::SpaceKind::kExpanded)));
 
-  const tunebench::Config c{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4}, {"SPLIT_K", 2}, {"STAGES", 0}};
+  const tunebench::Config c{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4}, {"SPLIT_K", 2}, {"STAGES", 0}, {"SCALE_VOTE", 0}};
   const tunebench::Shape decode{"s", "w2", Mxfp4GpuOp::kDecodeMaxRows, 4096, 2048, 256, 6, std::nullopt};
   EXPECT_TRUE(dense.can_implement(c, decode, dev));  // 2048 = 32 * 8 * 4 * 2
   tunebench::Shape more = decode;
@@ -182,7 +182,7 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_FALSE(dense.can_implement(with("SPLIT_K", 4), decode, dev));   // 2048 % (32 * 8 * 4 * 4)
   EXPECT_FALSE(dense.can_implement(with("BLOCK_M", 32), decode, dev));  // 8 or 16 rows only
   // 64 warps are 2048 threads, over the limit, while K = 2048 = 32 * 64 * 1 * 1 divides.
-  const tunebench::Config too_many{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 64}, {"UNROLL", 1}, {"SPLIT_K", 1}, {"STAGES", 0}};
+  const tunebench::Config too_many{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 64}, {"UNROLL", 1}, {"SPLIT_K", 1}, {"STAGES", 0}, {"SCALE_VOTE", 1}};
   EXPECT_FALSE(dense.can_implement(too_many, decode, dev));
   tunebench::DeviceInfo wide = dev;
   wide.max_threads_per_block = 2048;
@@ -193,13 +193,19 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   const tunebench::Shape deep{"s", "w13", 1, 4096, 8192, 256, 6, std::nullopt};  // K divisible by all three
   auto staged = [](std::int64_t warps_k, std::int64_t unroll, std::int64_t stages) {
     return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", warps_k}, {"UNROLL", unroll},
-                             {"SPLIT_K", 1}, {"STAGES", stages}};
+                             {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
   };
   EXPECT_TRUE(dense.can_implement(staged(16, 8, 3), deep, dev));
   EXPECT_TRUE(moe.can_implement(staged(32, 4, 4), deep, dev));
   EXPECT_FALSE(moe.can_implement(staged(32, 8, 4), deep, dev));
   EXPECT_FALSE(dense.can_implement(staged(16, 8, -1), deep, dev));
   EXPECT_FALSE(dense.can_implement(with("STAGES", -1), decode, dev));
+  // The vote is optional on the register path only; the ring always votes.
+  EXPECT_TRUE(dense.can_implement(with("SCALE_VOTE", 1), decode, dev));
+  EXPECT_FALSE(dense.can_implement(with("SCALE_VOTE", 2), decode, dev));
+  tunebench::Config ring_without_vote{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4},
+                                      {"SPLIT_K", 2}, {"STAGES", 1}, {"SCALE_VOTE", 0}};
+  EXPECT_FALSE(dense.can_implement(ring_without_vote, decode, dev));
   tunebench::Shape odd_n = decode;
   odd_n.n = 4104;
   EXPECT_FALSE(dense.can_implement(c, odd_n, dev));

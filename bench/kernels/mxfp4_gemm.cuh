@@ -21,7 +21,7 @@
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
-// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
+// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
 // the dense op's kernel for few rows (below).
 
 typedef unsigned int u32;
@@ -160,14 +160,17 @@ __device__ __forceinline__ u16 to_bf16(float x) {
 }
 
 #if DECODE
-// Decode (few rows): W straight from global memory to registers, no shared-memory pipeline.
-// Block = WARPS_K warps on one 16-row W tile, each warp taking a contiguous 1/WARPS_K of the
-// block's K range and issuing the loads of UNROLL atoms of W (8 bytes of codes per lane, as
-// volatile loads, so the compiler keeps them ahead) before it dequantizes and multiplies any of
-// them, so that a warp keeps UNROLL * 256 bytes of W in flight and an SM dozens of warps (the
-// scales and the activation fragments, small and cached, may be scheduled next to their use). The warps' sums meet in shared
-// memory; SPLIT_K > 1 adds the blocks' sums through fp32 atomics as in mxfp4_gemm. Rows:
-// BLOCK_M (8 or 16) activation rows per block row (the mma's N dimension).
+// Decode (few rows): no shared-memory tile pipeline. Block = WARPS_K warps on one 16-row W
+// tile, each warp taking a contiguous 1/WARPS_K of the block's K range in groups of UNROLL
+// atoms; the warps' sums meet in shared memory; SPLIT_K > 1 adds the blocks' sums through fp32
+// atomics as in mxfp4_gemm. Rows: BLOCK_M (8 or 16) activation rows per block row (the mma's N
+// dimension). A group's W reaches the warp one of two ways:
+//   STAGES = 0: loads straight to registers (8 bytes of codes per lane per atom, streaming);
+//   STAGES >= 1: cp.async into the warp's own ring of STAGES group slots in shared memory.
+// SCALE_VOTE = 1 (always with STAGES >= 1) decodes a group's scales without the special cases
+// of 0 and 0xFF (and with FOLDSCALE in one multiply) when one warp vote finds them all in range.
+// H200 measurements (docs/perf-mxfp4.md): the vote wins on the grouped op (and with FOLDSCALE=1
+// everywhere), the register path without it on some dense shapes, the ring on dense K = 512.
 #define DMT (BLOCK_M / 8)
 
 __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
@@ -226,10 +229,6 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
     }
   }
 }
-
-#ifndef FASTSCALE
-#define FASTSCALE 0
-#endif
 
 // Staged, at most 64 registers a thread, so that 2048 threads fit an SM: unbounded, the
 // prefetched activation fragments took 87 and left one block of 16 warps a SM, two waves for
@@ -336,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
       hi[u] = ws[(long long)a * 16 + g + 8];
     }
     load_b(arow, avalid, a0, b);
-    group_mma<FASTSCALE != 0>(q, lo, hi, b, acc);
+    group_mma<SCALE_VOTE != 0>(q, lo, hi, b, acc);
   }
 #endif
 
