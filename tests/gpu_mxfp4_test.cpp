@@ -20,6 +20,8 @@ constexpr double kTolerance = 1e-2;
 // Scales 2^-27 .. 2^13: wider than trained weights, so that FOLDSCALE's fallback path for
 // scales above 2 (E8M0 > 128) runs too.
 constexpr std::uint8_t kScaleLo = 100, kScaleHi = 140;
+// The largest E8M0 code whose folded factor 2^(s-1) still fits bf16 (FOLDSCALE's fast path).
+constexpr std::uint8_t kFoldableScaleHi = 128;
 
 class GpuMxfp4 : public ::testing::Test {
  protected:
@@ -108,34 +110,44 @@ TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {
 
 // FOLDSCALE=1 passes the reference check and its output equals FOLDSCALE=0's bit for bit, on
 // one workload (same weights and inputs) and split-K 1 (no atomics to reorder the sums).
+// Twice: with scales 100..140, where most atoms and groups hold a scale above 2 and so take
+// the fold's fallback (two multiplies), and, on the decode sets, with 100..128, where every
+// atom and group can fold (one multiply): both paths must give FOLDSCALE=0's bits.
 TEST_F(GpuMxfp4, FoldScaleIsCorrectAndBitIdentical) {
-  for (bool moe : {false, true}) {
-    std::unique_ptr<tunebench::bench::Mxfp4GpuOp> plain, folded;
-    if (moe) {
-      plain = std::make_unique<tunebench::bench::Mxfp4MoeOp>(false, kScaleLo, kScaleHi);
-      folded = std::make_unique<tunebench::bench::Mxfp4MoeOp>(true, kScaleLo, kScaleHi);
-    } else {
-      plain = std::make_unique<tunebench::bench::Mxfp4GemmOp>(false, kScaleLo, kScaleHi);
-      folded = std::make_unique<tunebench::bench::Mxfp4GemmOp>(true, kScaleLo, kScaleHi);
-    }
-    for (const auto& s : shapes_to_check()) {
-      if (s.set != "dsv4f_decode_tp4" && s.set != "dsv4f_prefill_ep") continue;
-      auto work = plain->prepare(s, 99);
-      int compared = 0;
-      for (const auto& config : plain->config_space(tunebench::SpaceKind::kDefault)) {
-        if (!plain->can_implement(config, s, device_)) continue;
-        const auto r = folded->check(*work, config, stream_->get());
-        EXPECT_TRUE(r.passed(kTolerance)) << "FOLDSCALE=1 " << s.set << " [" << config.str() << "] " << r.rel_error;
-        if (tunebench::bench::is_dequant_config(config) || config.get("SPLIT_K") != 1) continue;
-        const auto yb = tunebench::bench::last_output(*work);
-        ASSERT_TRUE(plain->check(*work, config, stream_->get()).passed(kTolerance));
-        const auto ya = tunebench::bench::last_output(*work);
-        ASSERT_EQ(ya.size(), yb.size());
-        EXPECT_EQ(std::memcmp(ya.data(), yb.data(), ya.size() * 2), 0)
-            << (moe ? "moe " : "dense ") << s.set << " " << s.gemm << " [" << config.str() << "]";
-        ++compared;
+  struct Pass {
+    std::uint8_t lo, hi;
+    bool prefill;
+  };
+  for (const Pass pass : {Pass{kScaleLo, kScaleHi, true}, Pass{kScaleLo, kFoldableScaleHi, false}}) {
+    for (bool moe : {false, true}) {
+      std::unique_ptr<tunebench::bench::Mxfp4GpuOp> plain, folded;
+      if (moe) {
+        plain = std::make_unique<tunebench::bench::Mxfp4MoeOp>(false, pass.lo, pass.hi);
+        folded = std::make_unique<tunebench::bench::Mxfp4MoeOp>(true, pass.lo, pass.hi);
+      } else {
+        plain = std::make_unique<tunebench::bench::Mxfp4GemmOp>(false, pass.lo, pass.hi);
+        folded = std::make_unique<tunebench::bench::Mxfp4GemmOp>(true, pass.lo, pass.hi);
       }
-      EXPECT_GT(compared, 0) << s.set << " " << s.gemm;
+      for (const auto& s : shapes_to_check()) {
+        if (s.set != "dsv4f_decode_tp4" && !(pass.prefill && s.set == "dsv4f_prefill_ep")) continue;
+        auto work = plain->prepare(s, 99);
+        int compared = 0;
+        for (const auto& config : plain->config_space(tunebench::SpaceKind::kDefault)) {
+          if (!plain->can_implement(config, s, device_)) continue;
+          const auto r = folded->check(*work, config, stream_->get());
+          EXPECT_TRUE(r.passed(kTolerance)) << "FOLDSCALE=1 " << s.set << " [" << config.str() << "] " << r.rel_error;
+          if (tunebench::bench::is_dequant_config(config) || config.get("SPLIT_K") != 1) continue;
+          const auto yb = tunebench::bench::last_output(*work);
+          ASSERT_TRUE(plain->check(*work, config, stream_->get()).passed(kTolerance));
+          const auto ya = tunebench::bench::last_output(*work);
+          ASSERT_EQ(ya.size(), yb.size());
+          EXPECT_EQ(std::memcmp(ya.data(), yb.data(), ya.size() * 2), 0)
+              << (moe ? "moe " : "dense ") << s.set << " " << s.gemm << " scales " << int(pass.lo) << ".."
+              << int(pass.hi) << " [" << config.str() << "]";
+          ++compared;
+        }
+        EXPECT_GT(compared, 0) << s.set << " " << s.gemm;
+      }
     }
   }
 }
