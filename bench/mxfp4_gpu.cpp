@@ -243,12 +243,15 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
   // BLOCK_M 8 x WARPS_K 1..16 x UNROLL 2/4/8 with each load path and vote setting, both ops):
   // 1 and 2 warps for the grouped op and for M = 64, 4 to 16 for the dense op at M <= 16, no
-  // split-K; the ring (STAGES 2) only won dense K = 512, with 4 or 16 warps.
+  // split-K; the ring (STAGES 2) won dense K = 512 (TP4 w2, 4 warps) and tied the register
+  // path on EP w2 at M = 1 (16 warps, UNROLL 2).
   const auto add_decode = [&] {
     if (kind == SpaceKind::kExpanded) {
       add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
-      add({{"DECODE", {1}}, {"BLOCK_M", {8, 16}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+      // The ring with BLOCK_M 8 only: its prefetched activation fragments (UNROLL x BLOCK_M / 2
+      // registers) spill under the 64-register bound at BLOCK_M 16.
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1}}, {"STAGES", {1, 2}}, {"SCALE_VOTE", {1}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
@@ -329,11 +332,15 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
                        unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
+    const std::int64_t stages = config.get("STAGES"), vote = config.get("SCALE_VOTE");
+    // Bounds first, so that the products below cannot overflow.
+    if (config.get("DECODE") != 1 || (block_m != 8 && block_m != 16) || warps_k < 1 ||
+        warps_k > device.max_threads_per_block / 32 || unroll < 1 || unroll > 32 || split_k < 1 ||
+        split_k > 64 || stages < 0 || stages > 8 || !(vote == 1 || (vote == 0 && stages == 0))) {
+      return false;
+    }
     const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_m / 8) * 4 * 4;
-    return config.get("DECODE") == 1 && (block_m == 8 || block_m == 16) && warps_k >= 1 &&
-           unroll >= 1 && split_k >= 1 && warps_k * 32 <= device.max_threads_per_block &&
-           config.get("STAGES") >= 0 && (config.get("SCALE_VOTE") == 1 || (config.get("SCALE_VOTE") == 0 && config.get("STAGES") == 0)) &&
-           decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
+    return decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   const Tiles t(config);

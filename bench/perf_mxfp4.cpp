@@ -8,9 +8,10 @@
 // over 200 us). --timing=cudagraph|event selects the other modes.
 //
 // usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE]
-//                   [--op=NAME,...] [--config=SUBSTRING] [--each] [set-name-substring ...]
+//                   [--op=NAME,...] [--config=ITEMS] [--each] [set-name-substring ...]
 //   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm); the others print "-"
-//   --config  time only the configs whose text contains SUBSTRING (e.g. DECODE=1,BLOCK_M=8)
+//   --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4);
+//             an op none of whose configs qualify prints "-"
 //   --each    also print one "config" line per timed config: op, set, gemm, M, us, GB/s, config
 
 #include <algorithm>
@@ -68,11 +69,30 @@ struct Best {
 };
 
 struct Selection {
-  std::vector<std::string> ops;  // empty: every op
-  std::string config;            // substring of Config::str(); empty: every config
+  std::vector<std::string> ops;     // empty: every op
+  std::vector<std::string> config;  // NAME=V items a config must all hold; empty: every config
   bool each = false;
   bool wants(const Op& op) const { return ops.empty() || std::find(ops.begin(), ops.end(), op.name()) != ops.end(); }
+  bool wants(const Config& c) const {
+    return std::all_of(config.begin(), config.end(), [&](const std::string& item) {
+      const auto eq = item.find('=');
+      const std::string name = item.substr(0, eq);
+      if (!c.has(name)) return false;
+      return eq == std::string::npos || std::to_string(c.get(name)) == item.substr(eq + 1);
+    });
+  }
 };
+
+// "A=1,B" -> {"A=1", "B"}.
+std::vector<std::string> split_items(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos <= s.size();) {
+    const auto comma = std::min(s.find(',', pos), s.size());
+    out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
 
 Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, const TimingOptions& timing_options,
              SpaceKind space, const Selection& sel) {
@@ -80,8 +100,9 @@ Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, const Timi
   if (!sel.wants(op)) return best;
   std::vector<Config> configs;
   for (const auto& c : op.config_space(space)) {
-    if (c.str().find(sel.config) != std::string::npos && op.can_implement(c, shape, dev)) configs.push_back(c);
+    if (sel.wants(c) && op.can_implement(c, shape, dev)) configs.push_back(c);
   }
+  if (configs.empty()) return best;  // nothing to time: skip the workload's preparation
   op.precompile(configs, dev, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   OpTiming timing(op, shape, 1, timing_options);
   for (const auto& c : configs) {
@@ -125,7 +146,7 @@ int main(int argc, char** argv) {
   Selection sel;
   const char* usage =
       " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [--op=NAME,...]"
-      " [--config=SUBSTRING] [--each] [set-name-substring ...])\n";
+      " [--config=NAME=V,...] [--each] [set-name-substring ...])\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
@@ -141,7 +162,21 @@ int main(int argc, char** argv) {
     } else if (a == "--each") {
       sel.each = true;
     } else if (a.rfind("--config=", 0) == 0) {
-      sel.config = a.substr(9);
+      if (!sel.config.empty()) {
+        std::cerr << "perf_mxfp4: " << a << ": --config given twice (list every NAME=V item in one)\n";
+        return 2;
+      }
+      sel.config = split_items(a.substr(9));
+      for (const auto& item : sel.config) {
+        const auto eq = item.find('=');
+        long long v = 0;
+        const char* first = item.data() + (eq == std::string::npos ? item.size() : eq + 1);
+        const auto [end, ec] = std::from_chars(first, item.data() + item.size(), v);
+        if (item.empty() || eq == 0 || (eq != std::string::npos && (ec != std::errc() || end != item.data() + item.size()))) {
+          std::cerr << "perf_mxfp4: " << a << ": expected comma-separated NAME or NAME=integer items (e.g. DECODE=1,WARPS_K=4)\n";
+          return 2;
+        }
+      }
     } else if (a.rfind("--op=", 0) == 0) {
       for (std::size_t pos = 5; pos <= a.size();) {
         const auto comma = std::min(a.find(',', pos), a.size());

@@ -108,6 +108,63 @@ TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {
   for (const auto& s : shapes_to_check()) check_all(op, s);
 }
 
+// The grouped op's decode family beyond the default space (BLOCK_M 16, 32 warps, SPLIT_K 2 and
+// 4 through the pairs' fp32 workspace, the ring with 1 stage), on a TP4 w13 geometry.
+TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
+  const tunebench::bench::Mxfp4MoeOp op(false, kScaleLo, kScaleHi);
+  const auto shapes = shapes_to_check();
+  ASSERT_FALSE(shapes.empty());
+  for (const std::int64_t m : {std::int64_t{1}, std::int64_t{13}, tunebench::bench::Mxfp4GpuOp::kDecodeMaxRows}) {
+    Shape s = shapes[0];
+    s.m = m;
+    s.n = 1024;
+    s.k = 4096;
+    EXPECT_GT(check_all(op, s, tunebench::SpaceKind::kExpanded, tunebench::bench::is_decode_config), 0);
+  }
+}
+
+// SCALE_VOTE=1 gives SCALE_VOTE=0's bits, with scale codes 0..140: code 0 (the subnormal
+// 2^-127) sends about a fifth of the groups down the vote's general branch under FOLDSCALE=0,
+// codes above 128 most of them under FOLDSCALE=1, so both branches run in both variants.
+TEST_F(GpuMxfp4, DecodeScaleVoteIsBitIdenticalWithEveryScaleCode) {
+  for (bool fold : {false, true}) {
+    for (bool moe : {false, true}) {
+      std::unique_ptr<tunebench::bench::Mxfp4GpuOp> op;
+      if (moe) {
+        op = std::make_unique<tunebench::bench::Mxfp4MoeOp>(fold, 0, 140);
+      } else {
+        op = std::make_unique<tunebench::bench::Mxfp4GemmOp>(fold, 0, 140);
+      }
+      Shape s = shapes_to_check()[0];
+      s.m = 8;
+      s.n = 1024;
+      s.k = 4096;
+      auto work = op->prepare(s, 7);
+      int compared = 0;
+      for (const auto& config : op->config_space(tunebench::SpaceKind::kDefault)) {
+        if (!tunebench::bench::is_decode_config(config) || config.get("SCALE_VOTE") != 0 ||
+            !op->can_implement(config, s, device_)) {
+          continue;
+        }
+        std::vector<tunebench::Config::Param> p = config.params();
+        for (auto& kv : p) {
+          if (kv.first == "SCALE_VOTE") kv.second = 1;
+        }
+        const tunebench::Config voting(p);
+        ASSERT_TRUE(op->check(*work, config, stream_->get()).passed(kTolerance)) << config.str();
+        const auto plain = tunebench::bench::last_output(*work);
+        ASSERT_TRUE(op->check(*work, voting, stream_->get()).passed(kTolerance)) << voting.str();
+        const auto voted = tunebench::bench::last_output(*work);
+        ASSERT_EQ(plain.size(), voted.size());
+        EXPECT_EQ(std::memcmp(plain.data(), voted.data(), plain.size() * 2), 0)
+            << (moe ? "moe" : "dense") << " FOLDSCALE=" << fold << " [" << voting.str() << "]";
+        ++compared;
+      }
+      EXPECT_GT(compared, 0);
+    }
+  }
+}
+
 // FOLDSCALE=1 passes the reference check and its output equals FOLDSCALE=0's bit for bit, on
 // one workload (same weights and inputs) and split-K 1 (no atomics to reorder the sums).
 // Twice: with scales 100..140, where most atoms and groups hold a scale above 2 and so take

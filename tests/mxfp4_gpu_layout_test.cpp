@@ -199,7 +199,20 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_TRUE(moe.can_implement(staged(32, 4, 4), deep, dev));
   EXPECT_FALSE(moe.can_implement(staged(32, 8, 4), deep, dev));
   EXPECT_FALSE(dense.can_implement(staged(16, 8, -1), deep, dev));
-  EXPECT_FALSE(dense.can_implement(with("STAGES", -1), decode, dev));
+  // The warps' reduction buffer counts too: at BLOCK_M 16, 32 warps x 3 slots x 8 atoms is
+  // 208,896 bytes of ring (fits) plus 31 x 32 x 2 x 16 = 31,744 of buffer (does not).
+  auto wide_rows = [&](std::int64_t stages) {
+    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 16}, {"WARPS_K", 32}, {"UNROLL", 8},
+                             {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
+  };
+  EXPECT_TRUE(dense.can_implement(wide_rows(2), deep, dev));
+  EXPECT_FALSE(dense.can_implement(wide_rows(3), deep, dev));
+  // Values far out of range are false, without overflowing the size arithmetic.
+  EXPECT_FALSE(dense.can_implement(with("UNROLL", std::int64_t{1} << 62), decode, dev));
+  EXPECT_FALSE(dense.can_implement(with("WARPS_K", std::int64_t{1} << 62), decode, dev));
+  // The ring copies a group's scales with one lane per atom: UNROLL 32 at most.
+  EXPECT_TRUE(dense.can_implement(staged(1, 32, 1), deep, dev));
+  EXPECT_FALSE(dense.can_implement(staged(1, 64, 1), deep, dev));
   // The vote is optional on the register path only; the ring always votes.
   EXPECT_TRUE(dense.can_implement(with("SCALE_VOTE", 1), decode, dev));
   EXPECT_FALSE(dense.can_implement(with("SCALE_VOTE", 2), decode, dev));

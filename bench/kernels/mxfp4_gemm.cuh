@@ -21,8 +21,8 @@
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
-// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE) it holds mxfp4_decode in place of mxfp4_gemm:
-// the dense op's kernel for few rows (below).
+// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE) it holds mxfp4_decode
+// in place of mxfp4_gemm: both ops' kernel for few rows (below).
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -230,9 +230,10 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
   }
 }
 
-// Staged, at most 64 registers a thread, so that 2048 threads fit an SM: unbounded, the
-// prefetched activation fragments took 87 and left one block of 16 warps a SM, two waves for
-// the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path needs 32 unbounded.)
+// Staged, at most 64 registers a thread, so that 1024 threads (two blocks of 16 warps) fit an
+// SM: unbounded, the prefetched activation fragments took 87 and left one block of 16 warps a
+// SM, two waves for the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path takes 32
+// unbounded without the vote, more with it.)
 #if STAGES > 0
 #define DECODE_MIN_BLOCKS (WARPS_K >= 32 ? 1 : 32 / WARPS_K)
 #else
