@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# perf_mxfp4's bad input: each a one-line error naming the flag, exit status 2, before any GPU
+# work (so the test runs with or without a GPU).
+set -euo pipefail
+perf=${1:?usage: perf_mxfp4_cli_test.sh PERF_MXFP4}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_usage_error() {  # expected-substring args...
+  local want=$1
+  shift
+  local err rc=0
+  err=$("$perf" "$@" 2>&1 >/dev/null) || rc=$?
+  [ "$rc" -eq 2 ] || fail "perf_mxfp4 $*: exit $rc, expected 2 (stderr: $err)"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "perf_mxfp4 $*: more than one line: $err"
+  case "$err" in *"$want"*) ;; *) fail "perf_mxfp4 $*: '$err' does not say '$want'" ;; esac
+}
+expect_usage_error "--op=foo: expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm" --op=foo
+expect_usage_error "--op=: expected" --op=
+expect_usage_error "--op=mxfp4_gemm,: expected" --op=mxfp4_gemm,
+expect_usage_error "--config=DECODE=x: expected comma-separated NAME or NAME=integer items" --config=DECODE=x
+expect_usage_error "--config=: expected" --config=
+expect_usage_error "--config==1: expected" --config==1
+expect_usage_error "--config=WARPS_K=4: --config given twice" --config=DECODE=1 --config=WARPS_K=4
+expect_usage_error "--m=0: expected a comma-separated list of positive token counts M" --m=0
+expect_usage_error "--timing=wall: expected kernel, cudagraph or event" --timing=wall
+expect_usage_error "unknown flag --each=1" --each=1
+echo "perf_mxfp4 cli: ok"
