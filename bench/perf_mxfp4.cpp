@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,22 +69,25 @@ struct Best {
   std::string config;
 };
 
+// One --config item: a parameter name, and the value it must have if one was given.
+struct ConfigItem {
+  std::string name;
+  std::optional<long long> value;
+};
+
 struct Selection {
   std::vector<std::string> ops;     // empty: every op
-  std::vector<std::string> config;  // NAME=V items a config must all hold; empty: every config
+  std::vector<ConfigItem> config;   // items a config must all hold; empty: every config
   bool each = false;
   bool wants(const Op& op) const { return ops.empty() || std::find(ops.begin(), ops.end(), op.name()) != ops.end(); }
   bool wants(const Config& c) const {
-    return std::all_of(config.begin(), config.end(), [&](const std::string& item) {
-      const auto eq = item.find('=');
-      const std::string name = item.substr(0, eq);
-      if (!c.has(name)) return false;
-      return eq == std::string::npos || std::to_string(c.get(name)) == item.substr(eq + 1);
+    return std::all_of(config.begin(), config.end(), [&](const ConfigItem& item) {
+      return c.has(item.name) && (!item.value || c.get(item.name) == *item.value);
     });
   }
 };
 
-// "A=1,B" -> {"A=1", "B"}.
+// "A=1,B" -> {"A=1", "B"}; "" -> {""}.
 std::vector<std::string> split_items(const std::string& s) {
   std::vector<std::string> out;
   for (std::size_t pos = 0; pos <= s.size();) {
@@ -92,6 +96,14 @@ std::vector<std::string> split_items(const std::string& s) {
     pos = comma + 1;
   }
   return out;
+}
+
+// A whole decimal integer, or nothing.
+std::optional<long long> parse_integer(const std::string& s) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
 }
 
 Best best_of(const Op& op, const Shape& shape, const DeviceInfo& dev, const TimingOptions& timing_options,
@@ -166,40 +178,32 @@ int main(int argc, char** argv) {
         std::cerr << "perf_mxfp4: " << a << ": --config given twice (list every NAME=V item in one)\n";
         return 2;
       }
-      sel.config = split_items(a.substr(9));
-      for (const auto& item : sel.config) {
+      for (const auto& item : split_items(a.substr(9))) {
         const auto eq = item.find('=');
-        long long v = 0;
-        const char* first = item.data() + (eq == std::string::npos ? item.size() : eq + 1);
-        const auto [end, ec] = std::from_chars(first, item.data() + item.size(), v);
-        if (item.empty() || eq == 0 || (eq != std::string::npos && (ec != std::errc() || end != item.data() + item.size()))) {
+        ConfigItem parsed{item.substr(0, eq), std::nullopt};
+        if (eq != std::string::npos) parsed.value = parse_integer(item.substr(eq + 1));
+        if (parsed.name.empty() || (eq != std::string::npos && !parsed.value)) {
           std::cerr << "perf_mxfp4: " << a << ": expected comma-separated NAME or NAME=integer items (e.g. DECODE=1,WARPS_K=4)\n";
           return 2;
         }
+        sel.config.push_back(parsed);
       }
     } else if (a.rfind("--op=", 0) == 0) {
-      for (std::size_t pos = 5; pos <= a.size();) {
-        const auto comma = std::min(a.find(',', pos), a.size());
-        const std::string name = a.substr(pos, comma - pos);
+      for (const auto& name : split_items(a.substr(5))) {
         if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm") {
           std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm\n";
           return 2;
         }
         sel.ops.push_back(name);
-        pos = comma + 1;
       }
     } else if (a.rfind("--m=", 0) == 0) {
-      for (std::size_t pos = 4; pos <= a.size();) {
-        const auto comma = std::min(a.find(',', pos), a.size());
-        const std::string item = a.substr(pos, comma - pos);
-        long long m = 0;
-        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), m);
-        if (item.empty() || ec != std::errc() || end != item.data() + item.size() || m <= 0) {
+      for (const auto& item : split_items(a.substr(4))) {
+        const auto m = parse_integer(item);
+        if (!m || *m <= 0) {
           std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of positive token counts M\n";
           return 2;
         }
-        ms.push_back(m);
-        pos = comma + 1;
+        ms.push_back(*m);
       }
     } else if (a.rfind("--", 0) == 0) {
       std::cerr << "perf_mxfp4: unknown flag " << a << usage;

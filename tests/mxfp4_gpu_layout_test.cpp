@@ -191,8 +191,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   // The staged path's rings: 16 warps x 3 slots x 8 atoms x 272 bytes = 104,448 bytes fit the
   // 232,448 of an sm_90 block; 32 warps x 4 slots x 4 atoms = 139,264 fit, x 8 atoms do not.
   const tunebench::Shape deep{"s", "w13", 1, 4096, 8192, 256, 6, std::nullopt};  // K divisible by all three
-  auto staged = [](std::int64_t warps_k, std::int64_t unroll, std::int64_t stages) {
-    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", warps_k}, {"UNROLL", unroll},
+  auto staged = [](std::int64_t warps_k, std::int64_t unroll, std::int64_t stages, std::int64_t block_m = 8) {
+    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", block_m}, {"WARPS_K", warps_k}, {"UNROLL", unroll},
                              {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
   };
   EXPECT_TRUE(dense.can_implement(staged(16, 8, 3), deep, dev));
@@ -201,12 +201,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_FALSE(dense.can_implement(staged(16, 8, -1), deep, dev));
   // The warps' reduction buffer counts too: at BLOCK_M 16, 32 warps x 3 slots x 8 atoms is
   // 208,896 bytes of ring (fits) plus 31 x 32 x 2 x 16 = 31,744 of buffer (does not).
-  auto wide_rows = [&](std::int64_t stages) {
-    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 16}, {"WARPS_K", 32}, {"UNROLL", 8},
-                             {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
-  };
-  EXPECT_TRUE(dense.can_implement(wide_rows(2), deep, dev));
-  EXPECT_FALSE(dense.can_implement(wide_rows(3), deep, dev));
+  EXPECT_TRUE(dense.can_implement(staged(32, 8, 2, 16), deep, dev));
+  EXPECT_FALSE(dense.can_implement(staged(32, 8, 3, 16), deep, dev));
   // Values far out of range are false, without overflowing the size arithmetic.
   EXPECT_FALSE(dense.can_implement(with("UNROLL", std::int64_t{1} << 62), decode, dev));
   EXPECT_FALSE(dense.can_implement(with("WARPS_K", std::int64_t{1} << 62), decode, dev));

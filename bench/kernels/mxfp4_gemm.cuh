@@ -96,6 +96,9 @@ __device__ __forceinline__ AtomScales atom_scales(u32 lo_code, u32 hi_code) {
   return s;
 }
 
+// The unfolded decode of a raw pair: the 2^126 correction, then the scale pair.
+__device__ __forceinline__ u32 unfolded(u32 raw, u32 scale) { return bmul2(bmul2(raw, BIAS2), scale); }
+
 // Four A-fragment registers (a0..a3) of one k16 step from one 32-bit word of codes. Register
 // j holds the nibbles j positions from the top of each half; a0, a2 are row g (scale lo),
 // a1, a3 row g+8 (scale hi).
@@ -106,10 +109,9 @@ __device__ __forceinline__ void dequant_word(u32 q, const AtomScales& s, u32 (&a
 #if FOLDSCALE
     // One multiply: the 2^126 correction pre-multiplied into the block scale, valid while
     // 2^(s-1) fits bf16 (s <= 128); blocks with larger scales take the two-multiply path.
-    a[j] = s.folded ? bmul2(raw, (j & 1) ? s.fold_hi : s.fold_lo)
-                    : bmul2(bmul2(raw, BIAS2), (j & 1) ? s.hi : s.lo);
+    a[j] = s.folded ? bmul2(raw, (j & 1) ? s.fold_hi : s.fold_lo) : unfolded(raw, (j & 1) ? s.hi : s.lo);
 #else
-    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? s.hi : s.lo);
+    a[j] = unfolded(raw, (j & 1) ? s.hi : s.lo);
 #endif
   }
 }
@@ -140,7 +142,7 @@ __device__ __forceinline__ void dequant_word_fast(u32 q, u32 lo, u32 hi, u32 (&a
 #if FOLDSCALE
     a[j] = bmul2(raw, (j & 1) ? hi : lo);
 #else
-    a[j] = bmul2(bmul2(raw, BIAS2), (j & 1) ? hi : lo);
+    a[j] = unfolded(raw, (j & 1) ? hi : lo);
 #endif
   }
 }
@@ -158,6 +160,50 @@ __device__ __forceinline__ u16 to_bf16(float x) {
   asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(x));
   return h;
 }
+
+#if !DEQUANT_ONLY
+// The rows of this block row: dense, BLOCK_M rows from blockIdx.y * BLOCK_M; grouped, one tile
+// of the list (an expert and a run of its routed pairs).
+struct BlockRows {
+  int expert, row0, count;
+};
+
+__device__ __forceinline__ BlockRows block_rows(const int4* __restrict__ tiles, int rows) {
+#if MOE
+  const int4 tile = tiles[blockIdx.y];
+  return {tile.x, tile.y, tile.z};
+#else
+  const int row0 = blockIdx.y * BLOCK_M;
+  return {0, row0, min(BLOCK_M, rows - row0)};
+#endif
+}
+
+// The A row and the Y row of the block's row r (r < count).
+__device__ __forceinline__ int a_row(const int* __restrict__ a_rows, int row0, int r) {
+#if MOE
+  return a_rows[row0 + r];
+#else
+  return row0 + r;
+#endif
+}
+
+__device__ __forceinline__ long long y_row(const int* __restrict__ out_rows, int row0, int r) {
+#if MOE
+  return out_rows[row0 + r];
+#else
+  return row0 + r;
+#endif
+}
+
+// One output element: rounded to bf16, or with SPLIT_K > 1 added to the fp32 workspace.
+__device__ __forceinline__ void store_out(u16* __restrict__ Y, float* __restrict__ Yacc, long long i, float v) {
+#if SPLIT_K > 1
+  atomicAdd(Yacc + i, v);
+#else
+  Y[i] = to_bf16(v);
+#endif
+}
+#endif
 
 #if DECODE
 // Decode (few rows): no shared-memory tile pipeline. Block = WARPS_K warps on one 16-row W
@@ -195,6 +241,29 @@ __device__ __forceinline__ void load_b(const u16* const (&arow)[DMT], const bool
 // g + 8). With VOTE, one vote per group sends the common case (every scale of the group in the
 // fast range) down a path without the per-atom special cases and selects of atom_scales; both
 // paths give the same bits.
+template <bool FAST>
+__device__ __forceinline__ void group_mma_as(const uint2 (&q)[UNROLL], const u32 (&lo)[UNROLL], const u32 (&hi)[UNROLL],
+                                             const u32 (&b)[UNROLL][DMT][4], float (&acc)[DMT][4]) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) {
+    u32 w0[4], w1[4];
+    if (FAST) {
+      const u32 pl = fast_pair(lo[u]), ph = fast_pair(hi[u]);
+      dequant_word_fast(q[u].x, pl, ph, w0);
+      dequant_word_fast(q[u].y, pl, ph, w1);
+    } else {
+      const AtomScales sc = atom_scales(lo[u], hi[u]);
+      dequant_word(q[u].x, sc, w0);
+      dequant_word(q[u].y, sc, w1);
+    }
+#pragma unroll
+    for (int m = 0; m < DMT; ++m) {
+      mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
+      mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
+    }
+  }
+}
+
 template <bool VOTE>
 __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&lo)[UNROLL], const u32 (&hi)[UNROLL],
                                           const u32 (&b)[UNROLL][DMT][4], float (&acc)[DMT][4]) {
@@ -202,31 +271,9 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
 #pragma unroll
   for (int u = 0; u < UNROLL; ++u) fast = fast && fast_scale(lo[u]) && fast_scale(hi[u]);
   if (VOTE && __all_sync(0xffffffffu, fast)) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const u32 pl = fast_pair(lo[u]), ph = fast_pair(hi[u]);
-      u32 w0[4], w1[4];
-      dequant_word_fast(q[u].x, pl, ph, w0);
-      dequant_word_fast(q[u].y, pl, ph, w1);
-#pragma unroll
-      for (int m = 0; m < DMT; ++m) {
-        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
-        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
-      }
-    }
+    group_mma_as<true>(q, lo, hi, b, acc);
   } else {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const AtomScales sc = atom_scales(lo[u], hi[u]);
-      u32 w0[4], w1[4];
-      dequant_word(q[u].x, sc, w0);
-      dequant_word(q[u].y, sc, w1);
-#pragma unroll
-      for (int m = 0; m < DMT; ++m) {
-        mma_bf16(acc[m], w0, b[u][m][0], b[u][m][1]);
-        mma_bf16(acc[m], w1, b[u][m][2], b[u][m][3]);
-      }
-    }
+    group_mma_as<false>(q, lo, hi, b, acc);
   }
 }
 
@@ -246,15 +293,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
                  const int* __restrict__ out_rows) {
   __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DMT * 4];
   const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  // Block rows as in mxfp4_gemm: dense, BLOCK_M rows from blockIdx.y * BLOCK_M; grouped, one
-  // tile of the list (an expert and a run of its routed pairs).
-#if MOE
-  const int4 tile = tiles[blockIdx.y];
-  const int expert = tile.x, row0 = tile.y, row_count = tile.z;
-#else
-  const int expert = 0, row0 = blockIdx.y * BLOCK_M;
-  const int row_count = min(BLOCK_M, rows - row0);
-#endif
+  const BlockRows br = block_rows(tiles, rows);
+  const int expert = br.expert, row0 = br.row0, row_count = br.count;
   const long long atoms_per_row = K / 32;
   const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
   const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
@@ -267,12 +307,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   for (int m = 0; m < DMT; ++m) {
     const int r = m * 8 + g;
     avalid[m] = r < row_count;
-#if MOE
-    const int src = avalid[m] ? a_rows[row0 + r] : 0;
-#else
-    const int src = avalid[m] ? row0 + r : 0;
-#endif
-    arow[m] = A + (long long)src * K + atom0 * 32 + 2 * t;
+    arow[m] = A + (long long)(avalid[m] ? a_row(a_rows, row0, r) : 0) * K + atom0 * 32 + 2 * t;
   }
 
   float acc[DMT][4];
@@ -364,17 +399,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int r = m * 8 + 2 * t + (i & 1);
-      if (r >= row_count) continue;
-#if MOE
-      const long long out = (long long)out_rows[row0 + r] * N + n + (i >> 1) * 8;
-#else
-      const long long out = (long long)(row0 + r) * N + n + (i >> 1) * 8;
-#endif
-#if SPLIT_K > 1
-      atomicAdd(Yacc + out, acc[m][i]);
-#else
-      Y[out] = to_bf16(acc[m][i]);
-#endif
+      if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[m][i]);
     }
   }
 }
@@ -387,14 +412,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                const int* __restrict__ out_rows) {
   extern __shared__ __align__(128) u8 smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / WARPS_K, warp_k = (tid >> 5) % WARPS_K;
-
-#if MOE
-  const int4 tile = tiles[blockIdx.y];
-  const int expert = tile.x, row0 = tile.y, row_count = tile.z;
-#else
-  const int expert = 0, row0 = blockIdx.y * BLOCK_M;
-  const int row_count = min(BLOCK_M, rows - row0);
-#endif
+  const BlockRows br = block_rows(tiles, rows);
+  const int expert = br.expert, row0 = br.row0, row_count = br.count;
   const int n0 = blockIdx.x * BLOCK_N;
   const int k_len = K / SPLIT_K, k_begin = blockIdx.z * k_len, k_tiles = k_len / BLOCK_K;
   const long long atoms_per_row = K / 32;
@@ -413,11 +432,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
       if (c < A_CHUNKS) {
         const int r = c / (BLOCK_K / 8), col = (c % (BLOCK_K / 8)) * 8;
         const bool valid = r < row_count;
-#if MOE
-        const int src_row = valid ? a_rows[row0 + r] : 0;
-#else
-        const int src_row = valid ? row0 + r : 0;
-#endif
+        const int src_row = valid ? a_row(a_rows, row0, r) : 0;
         cp_async16(base + (r * LDA + col) * 2, A + (long long)src_row * K + k0 + col, valid ? 16 : 0);
       }
     }
@@ -527,17 +542,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int r = m * 8 + tq + (i & 1);
-        if (r >= row_count) continue;
-#if MOE
-        const long long out = (long long)out_rows[row0 + r] * N + n + (i >> 1) * 8;
-#else
-        const long long out = (long long)(row0 + r) * N + n + (i >> 1) * 8;
-#endif
-#if SPLIT_K > 1
-        atomicAdd(Yacc + out, acc[t][m][i]);
-#else
-        Y[out] = to_bf16(acc[t][m][i]);
-#endif
+        if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[t][m][i]);
       }
     }
   }
@@ -586,7 +591,7 @@ extern "C" __global__ void mxfp4_dequant_bf16(const u8* __restrict__ Wq, const u
         continue;
       }
 #endif
-      out[t] = bmul2(bmul2(raw, BIAS2), s2);
+      out[t] = unfolded(raw, s2);
     }
     *reinterpret_cast<uint4*>(Wb + (long long)r * K + c0) = make_uint4(out[0], out[1], out[2], out[3]);
   }
