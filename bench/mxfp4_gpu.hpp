@@ -19,8 +19,12 @@ namespace tunebench::bench {
 /// cols of 32), 16 x 32 atoms in row-major atom order [rows/16][cols/32]:
 ///   codes: 256 bytes per atom: lane l (g = l/4, t = l%4) owns bytes 8l..8l+7, two 32-bit
 ///     words for the atom's two k16 steps; in word w, register j (0..3) of the mma.m16n8k16
-///     A fragment is row g + 8*(j&1), columns 16w + 2t + 8*(j>>1) (+0 in nibble 3-j, +1 in
-///     nibble 7-j; nibble p is bits 4p..4p+3 of the little-endian word);
+///     A fragment is row g + 8*(j&1), columns 16w + 2t + 8*(j>>1) (+0 in the word's low
+///     half, +1 in its high half). The bits of each E2M1 code (sign, e1, e0, m) are scattered
+///     so that register j is one or two rotations and masks of the little-endian word: in
+///     half h, the code's bits sit at (16h + {15, 8, 7, 6} - rot) mod 32 with rot 0, 4, 10
+///     for j = 0, 1, 2 and, for j = 3, rot 6 for sign, e0, m and rot 30 for e1 (every bit of
+///     the word used once); the kernel then has the code's value times 2^-126 as a bf16;
 ///   scales: 16 bytes per atom, byte r the E8M0 scale of row 16*atom_row + r.
 /// Register and fragment layout: PTX ISA, "Matrix Fragments for mma.m16n8k16".
 struct PackedMxfp4 {

@@ -34,6 +34,24 @@ TEST(Mxfp4GpuLayout, PackUnpackRoundTrips) {
   EXPECT_THROW(pack_for_gpu(tunebench::bench::random_mxfp4(8, 32, 1, 127, 127)), std::invalid_argument);
 }
 
+// The scattered bit layout is a bijection: an atom of all-ones codes fills every bit of its
+// 256 bytes, and one code sets exactly its own bits.
+TEST(Mxfp4GpuLayout, EveryBitOfAnAtomHoldsOneCodeBit) {
+  mx::Matrix ones{16, 32, std::vector<std::uint8_t>(16 * 32 / 2, 0xFF), std::vector<std::uint8_t>(16, 127)};
+  const auto p = pack_for_gpu(ones);
+  EXPECT_TRUE(std::all_of(p.codes.begin(), p.codes.end(), [](std::uint8_t b) { return b == 0xFF; }));
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 32; ++c) {
+      mx::Matrix one{16, 32, std::vector<std::uint8_t>(16 * 32 / 2, 0), std::vector<std::uint8_t>(16, 127)};
+      one.codes[(r * 32 + c) / 2] = static_cast<std::uint8_t>((c & 1) ? 0xF0 : 0x0F);
+      const auto q = pack_for_gpu(one);
+      int set = 0;
+      for (const auto b : q.codes) set += __builtin_popcount(b);
+      ASSERT_EQ(set, 4) << r << "," << c;
+    }
+  }
+}
+
 // The kernel's bit placement, 2^126 correction and scale multiply give exactly the OCP value of
 // every element, for every code and every scale, NaN scale and subnormal results included;
 // and the folded decode (FOLDSCALE=1) is bit identical to the unfolded one.
