@@ -233,16 +233,18 @@ __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
   return v;
 }
 
-// The B fragments of UNROLL atoms from atom a0 on (zero for rows past the block's count).
-__device__ __forceinline__ void load_b(const u16* const (&arow)[DMT], const bool (&avalid)[DMT], int a0,
-                                       u32 (&b)[UNROLL][DMT][4]) {
+// The B fragments of UNROLL atoms from atom a0 on. Rows past the block's count read a valid row
+// instead (arow): they only feed output columns that are never stored, and loading them
+// unpredicated saves the zeroing and predicates of every load (the lanes of those rows ask for
+// the same addresses as the valid row's, so the warp's request does not grow).
+__device__ __forceinline__ void load_b(const u16* const (&arow)[DMT], int a0, u32 (&b)[UNROLL][DMT][4]) {
 #pragma unroll
   for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
     for (int m = 0; m < DMT; ++m)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        b[u][m][i] = avalid[m] ? __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)(a0 + u) * 32 + i * 8)) : 0u;
+        b[u][m][i] = __ldg(reinterpret_cast<const u32*>(arow[m] + (long long)(a0 + u) * 32 + i * 8));
 }
 
 // Dequantizes and multiplies a group of UNROLL atoms (codes q, scale codes lo/hi of rows g and
@@ -310,12 +312,11 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
   // each 8-column quarter of an atom.
   const u16* arow[DMT];
-  bool avalid[DMT];
 #pragma unroll
   for (int m = 0; m < DMT; ++m) {
-    const int r = m * 8 + g;
-    avalid[m] = r < row_count;
-    arow[m] = A + (long long)(avalid[m] ? a_row(a_rows, row0, r) : 0) * K + atom0 * 32 + 2 * t;
+    // Rows past the count read the block's first row (see load_b).
+    const int r = m * 8 + g < row_count ? m * 8 + g : 0;
+    arow[m] = A + (long long)a_row(a_rows, row0, r) * K + atom0 * 32 + 2 * t;
   }
 
   float acc[DMT][4];
@@ -350,7 +351,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   for (int grp = 0; grp < groups; ++grp) {
     issue(grp + STAGES - 1);
     u32 b[UNROLL][DMT][4];
-    load_b(arow, avalid, grp * UNROLL, b);
+    load_b(arow, grp * UNROLL, b);
     cp_async_wait<STAGES - 1>();
     __syncwarp();  // the other lanes' copies are visible
     const u8* const slot = ring + (grp % STAGES) * SLOT;
@@ -378,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
       lo[u] = ws[(long long)a * 16 + g];
       hi[u] = ws[(long long)a * 16 + g + 8];
     }
-    load_b(arow, avalid, a0, b);
+    load_b(arow, a0, b);
     group_mma<SCALE_VOTE != 0>(q, lo, hi, b, acc);
   }
 #endif
