@@ -1,6 +1,9 @@
 // perf_mxfp4: the performance benchmark of the MXFP4 GPU ops against the cuBLASLt BF16
 // baseline on the shipped shape sets. For every shape it times every default config of each
-// op and prints the best, with GB/s against the measured device-to-device copy bandwidth.
+// op and prints the best, with GB/s against the measured device-to-device copy bandwidth, and
+// beside mxfp4_gemm the read floor of its bytes (hbm_read: a plain read of as many bytes from
+// cold HBM, the best of its configs), which says how much of the gap to the large-copy
+// bandwidth the size alone costs.
 //
 // Timing: kernel-level, as bench times (runner/op_timing.hpp, "kernel" mode by default: the sum
 // of a run's kernel durations from CUPTI, weights rotated through copies larger than 2x L2 as
@@ -9,7 +12,7 @@
 //
 // usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE]
 //                   [--op=NAME,...] [--config=ITEMS] [--each] [set-name-substring ...]
-//   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm); the others print "-"
+//   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, hbm_read); the others print "-"
 //   --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4);
 //             an op none of whose configs qualify prints "-"
 //   --each    also print one "config" line per timed config: op, set, gemm, M, us, GB/s, config
@@ -20,12 +23,14 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bf16_gemm.hpp"
+#include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
@@ -190,8 +195,8 @@ int main(int argc, char** argv) {
       }
     } else if (a.rfind("--op=", 0) == 0) {
       for (const auto& name : split_items(a.substr(5))) {
-        if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm") {
-          std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm\n";
+        if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm" && name != "hbm_read") {
+          std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm, hbm_read\n";
           return 2;
         }
         sel.ops.push_back(name);
@@ -225,9 +230,12 @@ int main(int argc, char** argv) {
     const bool fold = bench::foldscale_from_env();
     std::printf("device: %s (%d SMs); device-to-device copy %.0f GB/s (read + write); FOLDSCALE=%d; timing %s\n",
                 dev.name.c_str(), dev.sm_count, copy_bw / 1e9, fold ? 1 : 0, timing_name(timing).c_str());
-    std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %7s %5s | %9s %7s | %7s  %s\n", "set", "gemm", "M",
-                "gemm us", "GB/s", "%copy", "moe us", "GB/s", "%copy", "bf16 us", "TFLOP/s", "gemm x", "best configs");
-    const bench::Mxfp4GemmOp gemm(fold);
+    std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %5s | %9s %7s %5s | %9s %7s | %7s  %s\n", "set", "gemm", "M",
+                "gemm us", "GB/s", "%copy", "read us", "%copy", "moe us", "GB/s", "%copy", "bf16 us", "TFLOP/s",
+                "gemm x", "best configs");
+    const auto gemm_op = std::make_shared<const bench::Mxfp4GemmOp>(fold);
+    const bench::Mxfp4GemmOp& gemm = *gemm_op;
+    const bench::HbmReadOp read(gemm_op);
     const bench::Mxfp4MoeOp moe(fold);
     const bench::Bf16GemmOp bf16;
     for (const auto& set : load_shape_path(shapes)) {
@@ -240,6 +248,7 @@ int main(int argc, char** argv) {
         if (!ms.empty() && std::find(ms.begin(), ms.end(), s.m) == ms.end()) continue;
         const Best g = best_of(gemm, s, dev, timing, space, sel);
         const Best m = best_of(moe, s, dev, timing, space, sel);
+        const Best r = best_of(read, s, dev, timing, SpaceKind::kDefault, sel);
         const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault, sel);
         // "-" for an op not selected or without a config that ran.
         auto cols = [&](const Op& op, const Best& x) {
@@ -263,8 +272,14 @@ int main(int argc, char** argv) {
         } else {
           std::snprintf(ratio, sizeof ratio, "%7s", "-");
         }
-        std::printf("%-18s %-4s %6lld | %s | %s | %s | %s  %s ; %s ; %s\n", s.set.c_str(), s.gemm.c_str(),
-                    static_cast<long long>(s.m), cols(gemm, g).c_str(), cols(moe, m).c_str(), bcol, ratio,
+        char rcol[32];
+        if (r.seconds > 0) {
+          std::snprintf(rcol, sizeof rcol, "%9.2f %5.1f", r.seconds * 1e6, 100 * read.bytes(s) / r.seconds / copy_bw);
+        } else {
+          std::snprintf(rcol, sizeof rcol, "%9s %5s", "-", "-");
+        }
+        std::printf("%-18s %-4s %6lld | %s | %s | %s | %s | %s  %s ; %s ; %s\n", s.set.c_str(), s.gemm.c_str(),
+                    static_cast<long long>(s.m), cols(gemm, g).c_str(), rcol, cols(moe, m).c_str(), bcol, ratio,
                     g.config.empty() ? "-" : g.config.c_str(), m.config.empty() ? "-" : m.config.c_str(),
                     b.config.empty() ? "-" : b.config.c_str());
         std::fflush(stdout);

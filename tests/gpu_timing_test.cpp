@@ -11,6 +11,8 @@
 
 #include "bf16_gemm.hpp"
 #include "mxfp4_gpu.hpp"
+#include "hbm_read.hpp"
+#include "mxfp4_gpu.hpp"
 #include "spin_op.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/family.hpp"
@@ -183,6 +185,27 @@ TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
   for (const double us : {e, g}) {
     EXPECT_GE(us, 20.0);
     EXPECT_LT(us, 22.5);
+  }
+}
+
+TEST_F(GpuTiming, HbmReadReadsEveryWordOfItsBytesOnce) {
+  // The read floor perf_mxfp4 prints is only a floor if the kernel reads all the bytes: its
+  // XOR of every 16-byte word must equal the host's, for every config, on a transfer smaller
+  // than one wave of threads and on one that takes several passes of the strided loop.
+  const auto gemm = std::make_shared<const tunebench::bench::Mxfp4GemmOp>(false);
+  const tunebench::bench::HbmReadOp read(gemm);
+  tunebench::Stream stream;
+  for (const Shape& s : {shape(1, 16, 32), shape(1, 4096, 4096)}) {
+    auto work = read.prepare(s, 7);
+    int ran = 0;
+    for (const auto& c : read.config_space(tunebench::SpaceKind::kDefault)) {
+      if (!read.can_implement(c, s, device_)) continue;
+      const auto r = read.check(*work, c, stream.get());
+      EXPECT_TRUE(r.passed(0)) << "N=" << s.n << " K=" << s.k << " [" << c.str() << "]";
+      EXPECT_EQ(r.checked, static_cast<std::size_t>((read.bytes(s) + 15) / 16));
+      ++ran;
+    }
+    EXPECT_GT(ran, 0);
   }
 }
 

@@ -3,12 +3,14 @@
 #include <atomic>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
 
 namespace fs = std::filesystem;
@@ -79,6 +81,21 @@ TEST(NvrtcCompile, EveryDefaultConfigCompilesForSm90AndIsCached) {
   EXPECT_TRUE(again.from_cache);
   const auto fold = tunebench::bench::compile_mxfp4_kernel(compiler, configs[0], false, true, "sm_90");
   EXPECT_NE(fold.key, again.key);
+  fs::remove_all(dir);
+}
+
+TEST(NvrtcCompile, EveryHbmReadConfigCompilesForSm90) {
+  const auto dir = scratch("hbm_read");
+  const KernelCompiler compiler(dir);
+  const tunebench::bench::HbmReadOp read(std::make_shared<const tunebench::bench::Mxfp4GemmOp>(false));
+  std::set<std::string> keys;
+  for (const auto& c : read.config_space(tunebench::SpaceKind::kDefault)) {
+    const auto r = tunebench::bench::compile_hbm_read_kernel(compiler, c, "sm_90");
+    EXPECT_TRUE(r.ok && !r.cubin.empty()) << c.str() << ": " << r.log;
+    keys.insert(r.key);
+  }
+  // BLOCKS_PER_SM is a launch parameter: one kernel per (THREADS, UNROLL).
+  EXPECT_EQ(keys.size(), 12u);
   fs::remove_all(dir);
 }
 

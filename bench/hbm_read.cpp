@@ -1,0 +1,156 @@
+#include "hbm_read.hpp"
+
+#include <algorithm>
+#include <array>
+#include <random>
+#include <stdexcept>
+
+namespace tunebench::bench {
+namespace {
+
+// sm_90 runs at most 2048 threads per SM; more per SM only queues blocks behind the first wave.
+constexpr std::int64_t kThreadsPerSm = 2048;
+
+struct ReadWorkload final : Workload {
+  std::size_t words = 0;  // 16-byte words read per run
+  std::vector<DeviceBuffer> copies;
+  std::array<std::uint32_t, 4> expected{};  // XOR of every word of a copy
+  DeviceBuffer result{16};
+  std::size_t calls = 0;
+  int sm_count = 0;
+  std::size_t variants() const override { return copies.size(); }
+};
+
+}  // namespace
+
+const std::string& hbm_read_source() {
+  static const std::string source = R"(
+extern "C" __global__ void __launch_bounds__(THREADS) hbm_read(const uint4* __restrict__ p, unsigned long long words,
+                                                             unsigned* __restrict__ out) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * THREADS;
+  unsigned long long i = (unsigned long long)blockIdx.x * THREADS + threadIdx.x;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (; i + (UNROLL - 1) * stride < words; i += UNROLL * stride) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      acc.x ^= v[u].x; acc.y ^= v[u].y; acc.z ^= v[u].z; acc.w ^= v[u].w;
+    }
+  }
+  for (; i < words; i += stride) {
+    const uint4 v = __ldg(p + i);
+    acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc.x ^= __shfl_xor_sync(0xffffffffu, acc.x, o);
+    acc.y ^= __shfl_xor_sync(0xffffffffu, acc.y, o);
+    acc.z ^= __shfl_xor_sync(0xffffffffu, acc.z, o);
+    acc.w ^= __shfl_xor_sync(0xffffffffu, acc.w, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicXor(out + 0, acc.x); atomicXor(out + 1, acc.y); atomicXor(out + 2, acc.z); atomicXor(out + 3, acc.w);
+  }
+}
+)";
+  return source;
+}
+
+CompileResult compile_hbm_read_kernel(const KernelCompiler& compiler, const Config& config, const std::string& arch) {
+  CompileRequest req;
+  req.source = hbm_read_source();
+  req.source_name = "hbm_read.cu";
+  req.arch = arch;
+  req.options = {"-std=c++17", "-DTHREADS=" + std::to_string(config.get("THREADS")),
+                 "-DUNROLL=" + std::to_string(config.get("UNROLL"))};
+  return compiler.compile(req);
+}
+
+HbmReadOp::HbmReadOp(std::shared_ptr<const Op> of) : of_(std::move(of)) {
+  if (!of_) throw std::invalid_argument("hbm_read: expected the op whose bytes it reads, got none");
+}
+
+HbmReadOp::~HbmReadOp() = default;
+
+std::string HbmReadOp::kernel_version() const { return "hbm_read-" + content_hash(hbm_read_source()); }
+
+std::vector<Config> HbmReadOp::config_space(SpaceKind) const {
+  std::vector<Config> out;
+  for (const auto& c : cartesian_product({{"THREADS", {256, 512, 1024}}, {"BLOCKS_PER_SM", {1, 2, 4, 8}},
+                                          {"UNROLL", {1, 2, 4, 8}}})) {
+    if (c.get("THREADS") * c.get("BLOCKS_PER_SM") <= kThreadsPerSm) out.push_back(c);
+  }
+  return out;
+}
+
+bool HbmReadOp::can_implement(const Config& config, const Shape&, const DeviceInfo& device) const {
+  const auto threads = config.get("THREADS");
+  return threads > 0 && threads % 32 == 0 && threads <= device.max_threads_per_block &&
+         config.get("BLOCKS_PER_SM") > 0 && threads * config.get("BLOCKS_PER_SM") <= kThreadsPerSm &&
+         config.get("UNROLL") > 0 && config.get("UNROLL") <= 32;
+}
+
+std::unique_ptr<Workload> HbmReadOp::prepare(const Shape& shape, std::uint64_t seed) const {
+  auto w = std::make_unique<ReadWorkload>();
+  int device = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  const DeviceInfo info = query_device(device);
+  w->sm_count = info.sm_count;
+  w->words = std::max<std::size_t>(1, (static_cast<std::size_t>(bytes(shape)) + 15) / 16);
+  std::vector<std::uint32_t> host(w->words * 4);
+  std::mt19937_64 rng(seed);
+  for (auto& x : host) x = static_cast<std::uint32_t>(rng());
+  for (std::size_t i = 0; i < host.size(); ++i) w->expected[i % 4] ^= host[i];
+  const std::size_t bytes = w->words * 16;
+  const std::size_t copies = std::max<std::size_t>(1, (2 * info.l2_bytes + bytes - 1) / bytes);
+  for (std::size_t i = 0; i < copies; ++i) {
+    w->copies.emplace_back(bytes);
+    w->copies.back().upload(host.data(), bytes);
+  }
+  TUNEBENCH_CUDA_CHECK(cudaMemset(w->result.get(), 0, 16));
+  return w;
+}
+
+void HbmReadOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<ReadWorkload&>(work);
+  std::shared_ptr<KernelLibrary> library;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string key = config.str();
+    auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == key; });
+    if (it == libraries_.end()) {
+      int device = 0;
+      TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+      const CompileResult compiled =
+          compile_hbm_read_kernel(KernelCompiler(kernel_cache_dir_or_none()), config, query_device(device).arch());
+      if (!compiled.ok) throw std::runtime_error("compile_failed: hbm_read: " + compiled.log.substr(0, compiled.log.find('\n')));
+      libraries_.emplace_back(key, std::make_shared<KernelLibrary>(compiled.cubin));
+      it = libraries_.end() - 1;
+    }
+    library = it->second;
+  }
+  const cudaKernel_t kernel = library->kernel("hbm_read");
+  const void* p = w.copies[w.calls++ % w.copies.size()].get();
+  unsigned long long words = w.words;
+  void* out = w.result.get();
+  void* args[] = {&p, &words, &out};
+  const auto blocks = static_cast<unsigned>(config.get("BLOCKS_PER_SM") * w.sm_count);
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+                                        dim3(static_cast<unsigned>(config.get("THREADS"))), args, 0, stream));
+}
+
+CheckResult HbmReadOp::check(Workload& work, const Config& config, cudaStream_t stream) const {
+  auto& w = dynamic_cast<ReadWorkload&>(work);
+  TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.result.get(), 0, 16, stream));
+  run(work, config, stream);
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::array<std::uint32_t, 4> got{};
+  w.result.download(got.data(), 16);
+  CheckResult r;
+  r.rel_error = got == w.expected ? 0.0 : 1.0;
+  r.checked = w.words;
+  return r;
+}
+
+}  // namespace tunebench::bench
