@@ -17,8 +17,9 @@ namespace tunebench::bench {
 
 /// One kernel: THREADS x (BLOCKS_PER_SM x SM count) threads stride over ceil(bytes / 16)
 /// 16-byte words (ld.global.nc.v4), UNROLL loads in flight per thread, and XOR every word into
-/// one 16-byte result (warp shuffles, then one atomicXor per warp and 32-bit lane), so no load
-/// can be dropped and check() can prove that each word was read exactly once. The words cycle
+/// one 16-byte result per block (warp shuffles, then shared memory; each block stores its own
+/// slot, no atomics), so no load can be dropped and check() can prove that each word was read
+/// exactly once. The words cycle
 /// through copies filling at least twice the L2 (Workload::variants()), so every run reads
 /// cold HBM, as the MXFP4 ops' weights do.
 /// Config space (both kinds): THREADS in {256, 512, 1024} x BLOCKS_PER_SM in {1, 2, 4, 8} x
@@ -35,17 +36,17 @@ class HbmReadOp final : public Op {
   bool needs_gpu() const override { return true; }
   std::string kernel_version() const override;
   std::vector<Config> config_space(SpaceKind kind) const override;
-  /// False when THREADS exceeds the device's threads per block, or THREADS x BLOCKS_PER_SM
-  /// exceeds 2048.
+  /// False when THREADS exceeds the device's threads per block or is not a multiple of 32,
+  /// THREADS x BLOCKS_PER_SM exceeds 2048, BLOCKS_PER_SM exceeds 32 or UNROLL is outside 1..32.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   /// Allocates the copies (filled from `seed`; at least one, together >= 2x L2 on the current
-  /// device) and the 16-byte result. Throws CudaError.
+  /// device) and the per-block results. Throws CudaError.
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
   /// Reads the next copy on `stream`. Throws std::runtime_error if the kernel does not
   /// compile, CudaError if it does not launch.
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;
-  /// Zeroes the result, runs once and compares it with the XOR of the copy computed on the
-  /// host: rel_error 0 when equal, 1 otherwise; checked = the words read.
+  /// Zeroes the per-block results, runs once and compares their XOR with the XOR of the copy
+  /// computed on the host: rel_error 0 when equal, 1 otherwise; checked = the words read.
   CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape&) const override { return 0; }
   double bytes(const Shape& shape) const override { return of_->bytes(shape); }
