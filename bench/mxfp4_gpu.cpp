@@ -216,6 +216,8 @@ bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16")
 
 bool is_decode_config(const Config& config) { return config.has("DECODE"); }
 
+std::int64_t decode_block_n(const Config& config) { return config.has("BLOCK_N") ? config.get("BLOCK_N") : 16; }
+
 // Dynamic shared memory of a decode config: each warp's ring of STAGES slots of UNROLL atoms
 // (256 bytes of codes and 16 scales each); none for STAGES = 0 (W straight to registers).
 std::int64_t decode_smem_bytes(const Config& config) {
@@ -282,11 +284,16 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       // registers) spill under the 64-register bound at BLOCK_M 16.
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1}}, {"STAGES", {1, 2}}, {"SCALE_VOTE", {1}}});
+      // Two or four W tiles per block sharing each activation load (register path only).
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32, 64}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+           {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
            {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {4, 16}}, {"UNROLL", {2, 4}}, {"SPLIT_K", {1}},
            {"STAGES", {2}}, {"SCALE_VOTE", {1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {4, 8, 16}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -368,9 +375,13 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
         split_k > 64 || stages < 0 || stages > 8 || !(vote == 1 || (vote == 0 && stages == 0))) {
       return false;
     }
-    const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_m / 8) * 4 * 4;
-    return decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
-           shape.m <= kDecodeMaxRows && shape.n % 16 == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
+    const std::int64_t block_n = decode_block_n(config);
+    if (block_n != 16 && ((block_n != 32 && block_n != 64) || stages != 0)) return false;
+    // The warps' partial sums: static shared memory, at most 48 KiB.
+    const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_n / 16) * (block_m / 8) * 4 * 4;
+    return red_bytes <= 48 * 1024 &&
+           decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
+           shape.m <= kDecodeMaxRows && shape.n % block_n == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   const Tiles t(config);
   if (t.block_m % 8 || t.warps < 1 || t.warps_k < 1 || t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) ||
@@ -460,7 +471,7 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   void* args[] = {&a, &wq, &ws, &y, &yacc, &rows, &n, &k, &tiles, &a_rows, &out_rows};
   const bool decode = is_decode_config(config);
   const std::int64_t split_k = config.get("SPLIT_K");
-  const auto block_n = decode ? 16 : config.get("BLOCK_N");
+  const auto block_n = decode ? decode_block_n(config) : config.get("BLOCK_N");
   const auto threads = decode ? config.get("WARPS_K") * 32 : config.get("WARPS") * 32;
   const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), grid,

@@ -58,10 +58,15 @@ bool is_dequant_config(const Config& config);
 /// per-warp cp.async ring, for M <= Mxfp4GpuOp::kDecodeMaxRows.
 bool is_decode_config(const Config& config);
 
+/// W rows per block of a decode config: its BLOCK_N (16, 32 or 64: 1, 2 or 4 tiles of 16 rows
+/// sharing each activation load), 16 when it has none (the configs measured before BLOCK_N
+/// existed keep their names).
+std::int64_t decode_block_n(const Config& config);
+
 /// Compiles the kernel for `config`, dense or grouped, with FOLDSCALE on or off, for `arch`
 /// (e.g. "sm_90"): for a tile config (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES,
 /// SPLIT_K) mxfp4_gemm, for a decode config (DECODE, BLOCK_M, WARPS_K, UNROLL, SPLIT_K,
-/// STAGES, SCALE_VOTE) mxfp4_decode, both with
+/// STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, both with
 /// mxfp4_splitk_finish; for a dequantize config the dequantization kernel (one for every ALGO;
 /// `moe` is ignored). Never throws for a config
 /// that fails to compile: the result carries ok == false and the log.
@@ -107,22 +112,27 @@ class Mxfp4GpuOp : public Op {
   /// per block), WARPS_K (warps per block, each on 1/WARPS_K of the block's K range), UNROLL
   /// (32-column atoms a warp handles per group), SPLIT_K, STAGES (0: W loads to registers;
   /// >= 1: a per-warp cp.async ring of STAGES groups) and SCALE_VOTE (1: one warp vote per
-  /// group selects a scale decode without special cases; the ring always votes). Default:
-  /// BLOCK_M 8, SPLIT_K 1, WARPS_K 1/2/4/8/16 x UNROLL 2/4/8 x SCALE_VOTE 0/1 unstaged and
-  /// WARPS_K 4/16 x UNROLL 2/4 with STAGES 2, 34 configs; expanded: BLOCK_M 8/16, WARPS_K
-  /// 1..32, UNROLL 2/4/8, SPLIT_K 1/2/4 unstaged (both votes) and BLOCK_M 8, SPLIT_K 1 with
-  /// STAGES 1/2, 252 configs. The dense op then adds the dequantize-then-cuBLASLt family,
+  /// group selects a scale decode without special cases; the ring always votes), and on the
+  /// register path optionally BLOCK_N (32 or 64: W rows per block, 2 or 4 tiles of 16 sharing
+  /// each activation load; absent means 16). Default: BLOCK_M 8, SPLIT_K 1, WARPS_K
+  /// 1/2/4/8/16 x UNROLL 2/4/8 x SCALE_VOTE 0/1 unstaged, WARPS_K 4/16 x UNROLL 2/4 with
+  /// STAGES 2, and BLOCK_N 32 x WARPS_K 4/8/16 x UNROLL 2/4/8 with the vote, 43 configs;
+  /// expanded: BLOCK_M 8/16, WARPS_K 1..32, UNROLL 2/4/8, SPLIT_K 1/2/4 unstaged (both votes),
+  /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, and BLOCK_M 8, SPLIT_K 1, BLOCK_N 32/64 x WARPS_K
+  /// 1..32 x UNROLL 2/4/8 unstaged (both votes), 324 configs. The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
   /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
   /// STAGES x stage bytes within the device's opt-in shared memory, WARPS * 32 threads within
-  /// its limit. Decode configs: M <= kDecodeMaxRows (tokens, for the grouped op), BLOCK_M 8 or 16, N % 16
-  /// == 0, K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit,
-  /// UNROLL <= 32, SPLIT_K <= 64, 0 <= STAGES <= 8, SCALE_VOTE 1 (or 0 with STAGES 0), and
-  /// the ring (WARPS_K * STAGES * UNROLL * 272 bytes) plus the warps' reduction buffer
-  /// ((WARPS_K - 1) * 32 * BLOCK_M / 2 * 4 bytes) within the opt-in shared memory.
+  /// its limit. Decode configs: M <= kDecodeMaxRows (tokens, for the grouped op), BLOCK_M 8 or 16,
+  /// BLOCK_N 16 (or absent), or 32 or 64 with STAGES 0, N % BLOCK_N == 0,
+  /// K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit,
+  /// UNROLL <= 32, SPLIT_K <= 64, 0 <= STAGES <= 8, SCALE_VOTE 1 (or 0 with STAGES 0), the
+  /// warps' reduction buffer ((WARPS_K - 1) * 32 * BLOCK_N / 16 * BLOCK_M / 2 * 4 bytes, static
+  /// shared memory) within 48 KiB, and it plus the ring (WARPS_K * STAGES * UNROLL * 272 bytes)
+  /// within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
   /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.

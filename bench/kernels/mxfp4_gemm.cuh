@@ -21,7 +21,7 @@
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
-// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE) it holds mxfp4_decode
+// (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE, optional BLOCK_N) it holds mxfp4_decode
 // in place of mxfp4_gemm: both ops' kernel for few rows (below).
 
 typedef unsigned int u32;
@@ -214,9 +214,11 @@ __device__ __forceinline__ void store_out(u16* __restrict__ Y, float* __restrict
 #endif
 
 #if DECODE
-// Decode (few rows): no shared-memory tile pipeline. Block = WARPS_K warps on one 16-row W
-// tile, each warp taking a contiguous 1/WARPS_K of the block's K range in groups of UNROLL
-// atoms; the warps' sums meet in shared memory; SPLIT_K > 1 adds the blocks' sums through fp32
+// Decode (few rows): no shared-memory tile pipeline. Block = WARPS_K warps on BLOCK_N / 16
+// W tiles of 16 rows (BLOCK_N 16 when not given), each warp taking a contiguous 1/WARPS_K of
+// the block's K range in groups of UNROLL atoms, the activation fragments it loads for a group
+// shared by the block's tiles (so BLOCK_N 32 halves the activations' L2 traffic, which at
+// BLOCK_N 16 and 8 rows is twice W's bytes); the warps' sums meet in shared memory; SPLIT_K > 1 adds the blocks' sums through fp32
 // atomics as in mxfp4_gemm. Rows: BLOCK_M (8 or 16) activation rows per block row (the mma's N
 // dimension). A group's W reaches the warp one of two ways:
 //   STAGES = 0: loads straight to registers (8 bytes of codes per lane per atom, streaming);
@@ -226,6 +228,13 @@ __device__ __forceinline__ void store_out(u16* __restrict__ Y, float* __restrict
 // H200 measurements (docs/perf-mxfp4.md): the vote wins on the grouped op (and with FOLDSCALE=1
 // everywhere), the register path without it on some dense shapes, the ring on dense K = 512.
 #define DMT (BLOCK_M / 8)
+#ifndef BLOCK_N
+#define BLOCK_N 16
+#endif
+#define DNT (BLOCK_N / 16)  // 16-row W tiles per block
+#if STAGES > 0 && DNT != 1
+#error "the decode kernel's ring (STAGES >= 1) takes one W tile per block (BLOCK_N 16)"
+#endif
 
 __device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
   uint2 v;
@@ -301,14 +310,16 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
                  u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
                  const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                  const int* __restrict__ out_rows) {
-  __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DMT * 4];
+  __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DNT * DMT * 4];
   const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const BlockRows br = block_rows(tiles, rows);
   const int expert = br.expert, row0 = br.row0, row_count = br.count;
   const long long atoms_per_row = K / 32;
   const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
   const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
-  const long long tile_atoms = ((long long)expert * (N / 16) + blockIdx.x) * atoms_per_row + atom0;
+  // The first of the block's DNT tiles; tile j starts j * tile_stride atoms later.
+  const long long tile_atoms = ((long long)expert * (N / 16) + (long long)blockIdx.x * DNT) * atoms_per_row + atom0;
+  const long long tile_stride = atoms_per_row;
   // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
   // each 8-column quarter of an atom.
   const u16* arow[DMT];
@@ -319,11 +330,13 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
     arow[m] = A + (long long)a_row(a_rows, row0, r) * K + atom0 * 32 + 2 * t;
   }
 
-  float acc[DMT][4];
+  float acc[DNT][DMT][4];
 #pragma unroll
-  for (int m = 0; m < DMT; ++m)
+  for (int j = 0; j < DNT; ++j)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+    for (int m = 0; m < DMT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[j][m][i] = 0.0f;
 
 #if STAGES > 0
   // Staged: each warp copies its W codes and scales for UNROLL atoms at a time into its own
@@ -363,52 +376,62 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
       lo[u] = slot[WQ_BYTES + u * 16 + g];
       hi[u] = slot[WQ_BYTES + u * 16 + g + 8];
     }
-    group_mma<true>(q, lo, hi, b, acc);
+    group_mma<true>(q, lo, hi, b, acc[0]);
     __syncwarp();  // every lane is done with the slot before a later issue() refills it
   }
 #else
   const u8* wq = Wq + tile_atoms * 256 + lane * 8;
   const u8* ws = Ws + tile_atoms * 16;
   for (int a0 = 0; a0 < atoms_warp; a0 += UNROLL) {
-    uint2 q[UNROLL];
-    u32 lo[UNROLL], hi[UNROLL], b[UNROLL][DMT][4];
+    uint2 q[DNT][UNROLL];
+    u32 lo[DNT][UNROLL], hi[DNT][UNROLL], b[UNROLL][DMT][4];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int a = a0 + u;
-      q[u] = ld_stream_v2(wq + (long long)a * 256);
-      lo[u] = ws[(long long)a * 16 + g];
-      hi[u] = ws[(long long)a * 16 + g + 8];
-    }
+    for (int j = 0; j < DNT; ++j)
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const long long a = j * tile_stride + a0 + u;
+        q[j][u] = ld_stream_v2(wq + a * 256);
+        lo[j][u] = ws[a * 16 + g];
+        hi[j][u] = ws[a * 16 + g + 8];
+      }
     load_b(arow, a0, b);
-    group_mma<SCALE_VOTE != 0>(q, lo, hi, b, acc);
+#pragma unroll
+    for (int j = 0; j < DNT; ++j) group_mma<SCALE_VOTE != 0>(q[j], lo[j], hi[j], b, acc[j]);
   }
 #endif
 
 #if WARPS_K > 1
   if (wk > 0) {
 #pragma unroll
-    for (int m = 0; m < DMT; ++m)
+    for (int j = 0; j < DNT; ++j)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) red[wk - 1][lane][m * 4 + i] = acc[m][i];
+      for (int m = 0; m < DMT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) red[wk - 1][lane][(j * DMT + m) * 4 + i] = acc[j][m][i];
   }
   __syncthreads();
   if (wk > 0) return;
 #pragma unroll
   for (int w = 0; w < WARPS_K - 1; ++w)
 #pragma unroll
-    for (int m = 0; m < DMT; ++m)
+    for (int j = 0; j < DNT; ++j)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[m][i] += red[w][lane][m * 4 + i];
+      for (int m = 0; m < DMT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[j][m][i] += red[w][lane][(j * DMT + m) * 4 + i];
 #endif
 
   // C fragment: c0, c1 at W row g, activation rows 2t + {0,1}; c2, c3 at W row g + 8.
-  const int n = blockIdx.x * 16 + g;
 #pragma unroll
-  for (int m = 0; m < DMT; ++m) {
+  for (int j = 0; j < DNT; ++j) {
+    const int n = (blockIdx.x * DNT + j) * 16 + g;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = m * 8 + 2 * t + (i & 1);
-      if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[m][i]);
+    for (int m = 0; m < DMT; ++m) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = m * 8 + 2 * t + (i & 1);
+        if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[j][m][i]);
+      }
     }
   }
 }
