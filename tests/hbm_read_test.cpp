@@ -15,13 +15,7 @@ using tunebench::Config;
 using tunebench::bench::HbmReadOp;
 
 tunebench::Shape shape(std::int64_t m, std::int64_t n, std::int64_t k) {
-  tunebench::Shape s;
-  s.set = "read_test";
-  s.gemm = "w13";
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  return s;
+  return {"read_test", "w13", m, n, k, 0, 0, std::nullopt};
 }
 
 TEST(HbmRead, ReadsTheBytesOfTheOpItMeasures) {
