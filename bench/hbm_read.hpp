@@ -18,8 +18,10 @@ namespace tunebench::bench {
 /// One kernel: THREADS x (BLOCKS_PER_SM x SM count) threads stride over ceil(bytes / 16)
 /// 16-byte words (ld.global.nc.v4), UNROLL loads in flight per thread, and XOR every word into
 /// one 16-byte result per block (warp shuffles, then shared memory; each block stores its own
-/// slot, no atomics), so no load can be dropped and check() can prove that each word was read
-/// exactly once. The words cycle
+/// slot, no atomics), so no load can be dropped and check() can show that no word was skipped
+/// or read twice (an XOR sees whether each word was read an odd number of times). Registers
+/// are bounded (launch bounds THREADS, BLOCKS_PER_SM) so that every block of a launch is
+/// resident at once. The words cycle
 /// through copies filling at least twice the L2 (Workload::variants()), so every run reads
 /// cold HBM, as the MXFP4 ops' weights do.
 /// Config space (both kinds): THREADS in {256, 512, 1024} x BLOCKS_PER_SM in {1, 2, 4, 8} x

@@ -284,8 +284,11 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       // registers) spill under the 64-register bound at BLOCK_M 16.
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1}}, {"STAGES", {1, 2}}, {"SCALE_VOTE", {1}}});
-      // Two or four W tiles per block sharing each activation load (register path only).
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32, 64}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+      // Two or four W tiles per block sharing each activation load (register path only; at
+      // BLOCK_N 64 the 32-warp reduction buffer would exceed 48 KiB of static shared memory).
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+           {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"WARPS_K", {1, 2, 4, 8, 16}},
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},

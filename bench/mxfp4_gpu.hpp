@@ -118,8 +118,8 @@ class Mxfp4GpuOp : public Op {
   /// 1/2/4/8/16 x UNROLL 2/4/8 x SCALE_VOTE 0/1 unstaged, WARPS_K 4/16 x UNROLL 2/4 with
   /// STAGES 2, and BLOCK_N 32 x WARPS_K 4/8/16 x UNROLL 2/4/8 with the vote, 43 configs;
   /// expanded: BLOCK_M 8/16, WARPS_K 1..32, UNROLL 2/4/8, SPLIT_K 1/2/4 unstaged (both votes),
-  /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, and BLOCK_M 8, SPLIT_K 1, BLOCK_N 32/64 x WARPS_K
-  /// 1..32 x UNROLL 2/4/8 unstaged (both votes), 324 configs. The dense op then adds the dequantize-then-cuBLASLt family,
+  /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, and BLOCK_M 8, SPLIT_K 1, BLOCK_N 32 x WARPS_K
+  /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), 318 configs. The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   std::vector<Config> config_space(SpaceKind kind) const override;

@@ -248,7 +248,10 @@ int main(int argc, char** argv) {
         if (!ms.empty() && std::find(ms.begin(), ms.end(), s.m) == ms.end()) continue;
         const Best g = best_of(gemm, s, dev, timing, space, sel);
         const Best m = best_of(moe, s, dev, timing, space, sel);
-        const Best r = best_of(read, s, dev, timing, SpaceKind::kDefault, sel);
+        // --config names the MXFP4 ops' parameters: the read floor always takes its best config.
+        Selection read_sel = sel;
+        read_sel.config.clear();
+        const Best r = best_of(read, s, dev, timing, SpaceKind::kDefault, read_sel);
         const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault, sel);
         // "-" for an op not selected or without a config that ran.
         auto cols = [&](const Op& op, const Best& x) {

@@ -188,9 +188,10 @@ TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
   }
 }
 
-TEST_F(GpuTiming, HbmReadReadsEveryWordOfItsBytesOnce) {
+TEST_F(GpuTiming, HbmReadReadsEveryWordOfItsBytes) {
   // The read floor perf_mxfp4 prints is only a floor if the kernel reads all the bytes: its
-  // XOR of every 16-byte word must equal the host's, for every config, on a transfer smaller
+  // XOR of every 16-byte word (a skipped or twice-read word changes it) must equal the host's,
+  // for every config, on a transfer smaller
   // than one wave of threads and on one that takes several passes of the strided loop.
   const auto gemm = std::make_shared<const tunebench::bench::Mxfp4GemmOp>(false);
   const tunebench::bench::HbmReadOp read(gemm);

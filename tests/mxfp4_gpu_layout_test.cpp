@@ -237,3 +237,39 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   odd_n.n = 4104;
   EXPECT_FALSE(dense.can_implement(c, odd_n, dev));
 }
+
+TEST(Mxfp4GpuOps, DecodeBlockNTakesTwoOrFourTilesOnTheRegisterPath) {
+  using tunebench::bench::decode_block_n;
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const auto dev = tunebench::sm90_reference_device();
+  auto decode = [](std::int64_t block_n, std::int64_t warps_k, std::int64_t stages = 0) {
+    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"BLOCK_N", block_n}, {"WARPS_K", warps_k},
+                             {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
+  };
+  const tunebench::Shape s{"s", "w13", 8, 4096, 4096, 256, 6, std::nullopt};
+  EXPECT_EQ(decode_block_n(tunebench::Config{{"DECODE", 1}}), 16);  // configs without it: one tile
+  EXPECT_EQ(decode_block_n(decode(64, 4)), 64);
+  for (const std::int64_t block_n : {16, 32, 64}) {
+    EXPECT_TRUE(dense.can_implement(decode(block_n, 16), s, dev)) << block_n;
+    EXPECT_TRUE(moe.can_implement(decode(block_n, 16), s, dev)) << block_n;
+  }
+  EXPECT_FALSE(dense.can_implement(decode(48, 4), s, dev));  // 16, 32 or 64 only
+  EXPECT_FALSE(dense.can_implement(decode(128, 4), s, dev));
+  EXPECT_FALSE(dense.can_implement(decode(32, 4, 2), s, dev));  // the ring takes one tile
+  EXPECT_TRUE(dense.can_implement(decode(16, 4, 2), s, dev));
+  tunebench::Shape n_not_multiple = s;
+  n_not_multiple.n = 4096 + 32;  // a multiple of 16 and 32, not of 64
+  EXPECT_TRUE(dense.can_implement(decode(32, 4), n_not_multiple, dev));
+  EXPECT_FALSE(dense.can_implement(decode(64, 4), n_not_multiple, dev));
+  // The warps' partial sums live in static shared memory (48 KiB): 31 x 32 x 4 tiles x 16
+  // bytes = 63,488 at BLOCK_N 64 with 32 warps; 31,744 at BLOCK_N 32.
+  EXPECT_FALSE(dense.can_implement(decode(64, 32), s, dev));
+  EXPECT_TRUE(dense.can_implement(decode(32, 32), s, dev));
+  // Every expanded config can run some decode shape: none is dead weight.
+  for (const auto& c : dense.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (!tunebench::bench::is_decode_config(c)) continue;
+    const tunebench::Shape big_k{"s", "w13", 1, 4096, 32 * 32 * 8 * 4, 256, 6, std::nullopt};  // K for every axis value
+    EXPECT_TRUE(dense.can_implement(c, big_k, dev)) << c.str();
+  }
+}
