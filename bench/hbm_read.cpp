@@ -130,23 +130,22 @@ std::unique_ptr<Workload> HbmReadOp::prepare(const Shape& shape, std::uint64_t s
 
 void HbmReadOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<ReadWorkload&>(work);
-  std::shared_ptr<KernelLibrary> library;
+  cudaKernel_t kernel = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const std::string key = config.str();
-    auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == key; });
-    if (it == libraries_.end()) {
+    auto& loaded = loaded_[config.str()];
+    if (!loaded) {
       int device = 0;
       TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
       const CompileResult compiled =
           compile_hbm_read_kernel(KernelCompiler(kernel_cache_dir_or_none()), config, query_device(device).arch());
       if (!compiled.ok) throw std::runtime_error("compile_failed: hbm_read: " + compiled.log.substr(0, compiled.log.find('\n')));
-      libraries_.emplace_back(key, std::make_shared<KernelLibrary>(compiled.cubin));
-      it = libraries_.end() - 1;
+      auto fresh = std::make_unique<Loaded>(Loaded{KernelLibrary(compiled.cubin), nullptr});
+      fresh->kernel = fresh->library.kernel("hbm_read");
+      loaded = std::move(fresh);
     }
-    library = it->second;
+    kernel = loaded->kernel;
   }
-  const cudaKernel_t kernel = library->kernel("hbm_read");
   const void* p = w.copies.as<const std::uint8_t>() + (w.calls++ % w.count) * w.stride;
   unsigned long long words = w.words;
   void* out = w.result.get();

@@ -5,6 +5,7 @@
 // bandwidth: DRAM latency and the ramp of a kernel's first loads dominate them).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,7 +57,12 @@ class HbmReadOp final : public Op {
  private:
   std::shared_ptr<const Op> of_;
   mutable std::mutex mutex_;
-  mutable std::vector<std::pair<std::string, std::shared_ptr<KernelLibrary>>> libraries_;  // by config
+  struct Loaded {
+    KernelLibrary library;
+    cudaKernel_t kernel = nullptr;
+  };
+  // Loaded once per config (key: Config::str()), so a timed run only launches.
+  mutable std::map<std::string, std::unique_ptr<Loaded>> loaded_;
 };
 
 /// The hbm_read kernel source (NVRTC, one config's -D defines).

@@ -317,9 +317,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   const long long atoms_per_row = K / 32;
   const int atoms_warp = K / 32 / SPLIT_K / WARPS_K;
   const long long atom0 = (long long)blockIdx.z * (K / 32 / SPLIT_K) + (long long)wk * atoms_warp;
-  // The first of the block's DNT tiles; tile j starts j * tile_stride atoms later.
+  // The first of the block's DNT tiles; tile j starts j * atoms_per_row atoms later.
   const long long tile_atoms = ((long long)expert * (N / 16) + (long long)blockIdx.x * DNT) * atoms_per_row + atom0;
-  const long long tile_stride = atoms_per_row;
   // The B fragments of lane (g, t): activation row g of each 8-row tile, columns 2t, 2t + 1 of
   // each 8-column quarter of an atom.
   const u16* arow[DMT];
@@ -389,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
     for (int j = 0; j < DNT; ++j)
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
-        const long long a = j * tile_stride + a0 + u;
+        const long long a = j * atoms_per_row + a0 + u;
         q[j][u] = ld_stream_v2(wq + a * 256);
         lo[j][u] = ws[a * 16 + g];
         hi[j][u] = ws[a * 16 + g + 8];
