@@ -28,10 +28,10 @@
 
 #include "mxfp4_gpu.hpp"
 #include "spin_op.hpp"
-#include "tunebench/cupti_timer.hpp"
+#include "timing/cupti_timer.hpp"
 #include "tunebench/device.hpp"
-#include "tunebench/family.hpp"
-#include "tunebench/op_timing.hpp"
+#include "plan/family.hpp"
+#include "timing/op_timing.hpp"
 
 namespace {
 

@@ -34,7 +34,7 @@
 #include "mxfp4_gpu.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
-#include "tunebench/op_timing.hpp"
+#include "timing/op_timing.hpp"
 #include "tunebench/shape.hpp"
 
 namespace {

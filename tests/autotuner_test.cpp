@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "cpu_mxfp4_gemm.hpp"
-#include "tunebench/autotuner.hpp"
-#include "tunebench/timer.hpp"
+#include "tune/autotuner.hpp"
+#include "timing/timer.hpp"
 
 using tunebench::Config;
 using tunebench::cache::Status;

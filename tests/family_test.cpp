@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "cpu_mxfp4_gemm.hpp"
-#include "tunebench/family.hpp"
+#include "plan/family.hpp"
 
 namespace {
 

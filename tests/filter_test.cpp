@@ -6,8 +6,8 @@
 #include <string>
 
 #include "ops.hpp"
-#include "tunebench/family.hpp"
-#include "tunebench/filter.hpp"
+#include "plan/family.hpp"
+#include "plan/filter.hpp"
 
 using tunebench::BenchmarkFilter;
 

@@ -15,9 +15,9 @@
 #include "mxfp4_gpu.hpp"
 #include "spin_op.hpp"
 #include "tunebench/device.hpp"
-#include "tunebench/family.hpp"
-#include "tunebench/op_timing.hpp"
-#include "tunebench/cupti_timer.hpp"
+#include "plan/family.hpp"
+#include "timing/op_timing.hpp"
+#include "timing/cupti_timer.hpp"
 
 #include <iostream>
 

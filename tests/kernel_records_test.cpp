@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "tunebench/kernel_records.hpp"
+#include "timing/kernel_records.hpp"
 
 using tunebench::attribute;
 using tunebench::GraphLaunch;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tunebench/main.hpp"
+#include "settings/options.hpp"
 
 namespace {
 

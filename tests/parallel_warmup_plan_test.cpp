@@ -5,7 +5,7 @@
 #include <numeric>
 #include <set>
 
-#include "tunebench/parallel_warmup.hpp"
+#include "sweep/parallel_warmup.hpp"
 
 using tunebench::device_tokens;
 using tunebench::plan_shards;

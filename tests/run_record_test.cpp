@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tunebench/run_record.hpp"
+#include "report/run_record.hpp"
 
 namespace fs = std::filesystem;
 

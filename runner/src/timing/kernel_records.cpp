@@ -1,4 +1,4 @@
-#include "tunebench/kernel_records.hpp"
+#include "timing/kernel_records.hpp"
 
 #include <algorithm>
 #include <map>

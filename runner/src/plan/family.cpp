@@ -1,4 +1,4 @@
-#include "tunebench/family.hpp"
+#include "plan/family.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "tunebench/gpu_clock.hpp"
-#include "tunebench/op_timing.hpp"
+#include "cuda/gpu_clock.hpp"
+#include "timing/op_timing.hpp"
 
 namespace tunebench {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "tunebench/autotuner.hpp"
-#include "tunebench/main.hpp"
-#include "tunebench/parallel_warmup.hpp"
+#include "tune/autotuner.hpp"
+#include "settings/options.hpp"
+#include "sweep/parallel_warmup.hpp"
 
 namespace tunebench {
 namespace {

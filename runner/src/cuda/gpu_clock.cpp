@@ -1,4 +1,4 @@
-#include "tunebench/gpu_clock.hpp"
+#include "cuda/gpu_clock.hpp"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tunebench/family.hpp"
+#include "plan/family.hpp"
 
 namespace tunebench {
 

@@ -1,4 +1,4 @@
-#include "tunebench/timer.hpp"
+#include "timing/timer.hpp"
 
 namespace tunebench {
 

@@ -1,4 +1,4 @@
-#include "tunebench/run_record.hpp"
+#include "report/run_record.hpp"
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "tunebench/latency_table.hpp"
+#include "report/latency_table.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "tunebench/filter.hpp"
+#include "plan/filter.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "tunebench/parallel_warmup.hpp"
+#include "sweep/parallel_warmup.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "tunebench/autotuner.hpp"
+#include "tune/autotuner.hpp"
 #include "tunebench/cuda.hpp"
-#include "tunebench/cupti_timer.hpp"
+#include "timing/cupti_timer.hpp"
 #include "tunebench/op.hpp"
-#include "tunebench/timer.hpp"
+#include "timing/timer.hpp"
 
 namespace tunebench {
 

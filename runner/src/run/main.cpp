@@ -1,4 +1,5 @@
 #include "tunebench/main.hpp"
+#include "settings/options.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -20,15 +21,15 @@
 #include <string_view>
 
 #include "tunebench/cuda.hpp"
-#include "tunebench/cupti_timer.hpp"
-#include "tunebench/gpu_clock.hpp"
-#include "tunebench/op_timing.hpp"
+#include "timing/cupti_timer.hpp"
+#include "cuda/gpu_clock.hpp"
+#include "timing/op_timing.hpp"
 #include "tunebench/device.hpp"
-#include "tunebench/family.hpp"
-#include "tunebench/filter.hpp"
-#include "tunebench/latency_table.hpp"
-#include "tunebench/parallel_warmup.hpp"
-#include "tunebench/run_record.hpp"
+#include "plan/family.hpp"
+#include "plan/filter.hpp"
+#include "report/latency_table.hpp"
+#include "sweep/parallel_warmup.hpp"
+#include "report/run_record.hpp"
 #include "tunebench/shape.hpp"
 #include "tunebench/version.hpp"
 

@@ -1,4 +1,4 @@
-#include "tunebench/op_timing.hpp"
+#include "timing/op_timing.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "tunebench/autotuner.hpp"
+#include "tune/autotuner.hpp"
 #include "tunebench/cache/config_cache.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/op.hpp"
-#include "tunebench/op_timing.hpp"
-#include "tunebench/run_record.hpp"
+#include "timing/op_timing.hpp"
+#include "report/run_record.hpp"
 #include "tunebench/shape.hpp"
 
 namespace tunebench {

@@ -1,4 +1,4 @@
-#include "tunebench/cupti_timer.hpp"
+#include "timing/cupti_timer.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tunebench/kernel_records.hpp"
+#include "timing/kernel_records.hpp"
 
 namespace tunebench {
 

@@ -1,4 +1,4 @@
-#include "tunebench/autotuner.hpp"
+#include "tune/autotuner.hpp"
 
 #include <algorithm>
 #include <cmath>
