@@ -1,5 +1,7 @@
 #include "mxfp4_gpu.hpp"
 
+#include "tunebench/op_switch.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -224,12 +226,15 @@ std::int64_t decode_smem_bytes(const Config& config) {
   return config.get("WARPS_K") * config.get("STAGES") * config.get("UNROLL") * (256 + 16);
 }
 
-bool foldscale_from_env() {
-  const char* v = std::getenv("FLAGGEMS_MXFP4_FOLDSCALE");
-  if (!v || std::strcmp(v, "0") == 0) return false;
-  if (std::strcmp(v, "1") == 0) return true;
-  throw std::invalid_argument(std::string("FLAGGEMS_MXFP4_FOLDSCALE='") + v + "': expected 0 or 1");
-}
+namespace {
+const OpSwitch kFoldScale{
+    "FLAGGEMS_MXFP4_FOLDSCALE",
+    "`1`: the MXFP4 ops fold the exponent-bias correction into each block's scale (one multiply per element pair "
+    "instead of two; bit-identical output). A compiled variant, not part of the config, so an A/B can replay "
+    "identical configs both ways"};
+}  // namespace
+
+bool foldscale_from_env() { return kFoldScale.value(); }
 
 CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
                                    bool foldscale, const std::string& arch) {

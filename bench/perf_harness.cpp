@@ -31,6 +31,7 @@
 #include "timing/cupti_timer.hpp"
 #include "tunebench/device.hpp"
 #include "plan/family.hpp"
+#include "run/benchmark_body.hpp"
 #include "timing/op_timing.hpp"
 
 namespace {
@@ -60,7 +61,7 @@ class Keep : public benchmark::ConsoleReporter {
   std::map<std::string, Run> last;
 };
 
-std::shared_ptr<RunContext> context_for(const std::string& mode, const DeviceInfo& device) {
+std::shared_ptr<RunContext> context_for(TimingMode mode, const DeviceInfo& device) {
   auto c = std::make_shared<RunContext>();
   c->gpu_available = true;
   c->device = device;
@@ -190,15 +191,16 @@ int main(int argc, char** argv) {
   const auto empty = std::make_shared<SpinOp>("spin_empty", 0);
   const double launch_us = bare_launch_us(*empty);
   std::map<std::string, std::string> family_mode;
-  for (const std::string& mode : timing_modes()) {
+  for (const auto& [mode_id, mode_name] : timing_mode_names()) {
+    const std::string mode = mode_name;
     auto op = std::make_shared<SpinOp>("empty_" + mode, 0);
     for (const auto& f : make_families({op}, {ShapeSet{"harness", "", {}, {gemm_shape(1, 1, 1)}}})) {
-      register_family(f, context_for(mode, device));
+      register_family(f, context_for(mode_id, device));
       family_mode[reported_name(f)] = mode;
     }
   }
   // 2. Whole benchmarks: spin kernels and mxfp4_gemm with one fixed config (no sweep).
-  auto spin_context = context_for("kernel", device);
+  auto spin_context = context_for(TimingMode::kKernel, device);
   OpList spins = {std::make_shared<SpinOp>("spin_5us", 5'000), std::make_shared<SpinOp>("spin_20us", 20'000),
                   std::make_shared<SpinOp>("spin_100us", 100'000)};
   std::vector<std::string> whole;
@@ -209,7 +211,7 @@ int main(int argc, char** argv) {
   auto mxfp4 = std::make_shared<Mxfp4GemmOp>(false);
   for (const std::int64_t m : {8, 512}) {
     const Shape s = gemm_shape(m, 4096, 4096);
-    auto c = context_for("kernel", device);
+    auto c = context_for(TimingMode::kKernel, device);
     c->tune.only = {mxfp4->default_config(s, device)};
     for (const auto& f : make_families({mxfp4}, {ShapeSet{"harness", "", {}, {s}}})) {
       register_family(f, c);
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
     const Config c = gemm ? mxfp4->default_config(s, device) : op.config_space(SpaceKind::kDefault)[0];
     const auto t0 = clock_type::now();
     {
-      OpTiming timing(op, s, 0, {"kernel", false});
+      OpTiming timing(op, s, 0, {TimingMode::kKernel, false});
       timing.warm(c);
     }
     startup_s[name] = std::chrono::duration<double>(clock_type::now() - t0).count();

@@ -169,11 +169,12 @@ int main(int argc, char** argv) {
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
       shapes = a.substr(19);
     } else if (a.rfind("--timing=", 0) == 0) {
-      timing.mode = a.substr(9);
-      if (std::find(timing_modes().begin(), timing_modes().end(), timing.mode) == timing_modes().end()) {
-        std::cerr << "perf_mxfp4: " << a << ": expected kernel, cudagraph or event\n";
+      const auto mode = parse_timing_mode(a.substr(9));
+      if (!mode) {
+        std::cerr << "perf_mxfp4: " << a << ": expected " << timing_mode_choices() << "\n";
         return 2;
       }
+      timing.mode = *mode;
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
     } else if (a == "--each") {

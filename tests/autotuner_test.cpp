@@ -5,11 +5,24 @@
 #include <thread>
 
 #include "cpu_mxfp4_gemm.hpp"
+#include "settings/settings.hpp"
 #include "tune/autotuner.hpp"
 #include "timing/timer.hpp"
 
 using tunebench::Config;
 using tunebench::cache::Status;
+
+namespace tunebench {
+namespace {
+// USE_FLAGTUNE as the settings table parses it.
+SpaceKind space_from_env() {
+  char name[] = "bench";
+  char* argv[] = {name, nullptr};
+  int argc = 1;
+  return parse_settings(&argc, argv, "shapes").space;
+}
+}  // namespace
+}  // namespace tunebench
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "mxfp4_gpu.hpp"
 #include "spin_op.hpp"
 #include "tunebench/device.hpp"
-#include "plan/family.hpp"
+#include "run/benchmark_body.hpp"
 #include "timing/op_timing.hpp"
 #include "timing/cupti_timer.hpp"
 
@@ -71,11 +71,11 @@ class GpuTiming : public ::testing::Test {
 TEST_F(GpuTiming, SpinKernelOf100usReports100us) {
   SpinOp op("spin_100us", 100'000);
   const Config c = op.config_space(tunebench::SpaceKind::kDefault)[0];
-  for (const std::string mode : {"kernel", "cudagraph"}) {
+  for (const auto mode : {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph}) {
     OpTiming timing(op, shape(1, 1, 1), 0, {mode, false});
     const double us = median_us(timing, c);
-    std::cout << "spin 100 us, " << mode << ": " << us << " us\n";
-    EXPECT_NEAR(us, 100.0, 2.0) << mode;
+    std::cout << "spin 100 us, " << to_string(mode) << ": " << us << " us\n";
+    EXPECT_NEAR(us, 100.0, 2.0) << to_string(mode);
   }
 }
 
@@ -84,7 +84,7 @@ TEST_F(GpuTiming, SpinBenchmarkReportsMicrosecondsThroughGoogleBenchmark) {
   auto context = std::make_shared<tunebench::RunContext>();
   context->gpu_available = true;
   context->device = device_;
-  context->timing_mode = "kernel";
+  context->timing_mode = tunebench::TimingMode::kKernel;
   auto op = std::make_shared<SpinOp>("spin_100us", 100'000);
   benchmark::ClearRegisteredBenchmarks();
   for (const auto& f : tunebench::make_families({op}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
@@ -105,10 +105,10 @@ TEST_F(GpuTiming, SpinBenchmarkReportsMicrosecondsThroughGoogleBenchmark) {
 TEST_F(GpuTiming, OneBlockKernelReportsKernelTimeNotLaunchOverhead) {
   SpinOp empty("spin_0", 0), five("spin_5us", 5'000);
   const Config c = empty.config_space(tunebench::SpaceKind::kDefault)[0];
-  OpTiming kernel5(five, shape(1, 1, 1), 0, {"kernel", false});
+  OpTiming kernel5(five, shape(1, 1, 1), 0, {tunebench::TimingMode::kKernel, false});
   const double k5 = median_us(kernel5, c);
-  OpTiming kernel0(empty, shape(1, 1, 1), 0, {"kernel", false});
-  OpTiming event0(empty, shape(1, 1, 1), 0, {"event", false});
+  OpTiming kernel0(empty, shape(1, 1, 1), 0, {tunebench::TimingMode::kKernel, false});
+  OpTiming event0(empty, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, false});
   const double k0 = median_us(kernel0, c), e0 = median_us(event0, c);
   // A kernel's own duration includes its start-up on the GPU (about 0.6 us for one block on an
   // H200, 2026-11-29), which the empty kernel measures: the spin adds exactly its 5 us to it.
@@ -122,11 +122,11 @@ TEST_F(GpuTiming, OneBlockKernelReportsKernelTimeNotLaunchOverhead) {
 TEST_F(GpuTiming, ColdL2FlushIsNotCounted) {
   SpinOp op("spin_20us", 20'000);
   const Config c = op.config_space(tunebench::SpaceKind::kDefault)[0];
-  for (const std::string mode : {"kernel", "cudagraph"}) {
+  for (const auto mode : {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph}) {
     OpTiming cold(op, shape(1, 1, 1), 0, {mode, true});
-    EXPECT_NEAR(median_us(cold, c), 20.0, 1.0) << mode;
+    EXPECT_NEAR(median_us(cold, c), 20.0, 1.0) << to_string(mode);
   }
-  OpTiming warm_events(op, shape(1, 1, 1), 0, {"event", false}), cold_events(op, shape(1, 1, 1), 0, {"event", true});
+  OpTiming warm_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, false}), cold_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, true});
   const double warm = median_us(warm_events, c), cold = median_us(cold_events, c);
   std::cout << "events: " << warm << " us, with the L2 flush before each run " << cold << " us\n";
   // Flushing 2x L2 takes tens of microseconds; counted, it would show here.
@@ -149,7 +149,7 @@ TEST_F(GpuTiming, EagerAndCudaGraphAgreeOnLongKernels) {
   const std::vector<std::pair<const tunebench::Op*, Config>> cases = {
       {&mxfp4, split}, {&bf16, bf16.config_space(tunebench::SpaceKind::kDefault)[0]}};
   for (const auto& [op, config] : cases) {
-    OpTiming eager(*op, s, 1, {"kernel", false}), graph(*op, s, 1, {"cudagraph", false});
+    OpTiming eager(*op, s, 1, {tunebench::TimingMode::kKernel, false}), graph(*op, s, 1, {tunebench::TimingMode::kCudaGraph, false});
     const double e = median_us(eager, config), g = median_us(graph, config);
     std::cout << op->name() << " [" << config.str() << "] M=512 N=K=4096: eager " << e << " us, cudagraph " << g
               << " us\n";
@@ -165,7 +165,7 @@ TEST_F(GpuTiming, GraphModeTimesEveryKernelOfASplitKRun) {
   tunebench::bench::Mxfp4GemmOp op(false);
   for (const auto& c : op.config_space(tunebench::SpaceKind::kDefault)) {
     if (tunebench::bench::is_dequant_config(c) || c.get("SPLIT_K") == 1 || !op.can_implement(c, s, device_)) continue;
-    OpTiming graph(op, s, 1, {"cudagraph", false}), eager(op, s, 1, {"kernel", false});
+    OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}), eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
     const double g = median_us(graph, c), e = median_us(eager, c);
     EXPECT_GT(g, 0.0);
     EXPECT_NEAR(g / e, 1.0, 0.15) << c.str();  // microsecond kernels: a looser bound
@@ -179,7 +179,7 @@ TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
   tunebench::bench::SpinOp op("spin_twice", 10'000);
   const Config two{{"BLOCKS", 1}, {"KERNELS", 2}};
   const Shape s = shape(1, 1, 1);
-  OpTiming graph(op, s, 1, {"cudagraph", false}), eager(op, s, 1, {"kernel", false});
+  OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}), eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
   const double g = median_us(graph, two), e = median_us(eager, two);
   // Each kernel adds its ~0.6 us start-up (OneBlockKernelReportsKernelTimeNotLaunchOverhead).
   for (const double us : {e, g}) {

@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
-#include "settings/options.hpp"
+#include "settings/settings.hpp"
+#include "tunebench/op_switch.hpp"
 
 namespace {
 
@@ -22,7 +25,7 @@ struct Argv {
 std::string error_of(std::vector<std::string> args) {
   Argv a(std::move(args));
   try {
-    tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
+    tunebench::parse_settings(&a.argc, a.ptrs.data(), "default");
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -35,7 +38,7 @@ TEST(Options, TakesTunebenchFlagsAndLeavesTheRest) {
   ::unsetenv("TUNEBENCH_SHAPES");
   ::unsetenv("TUNEBENCH_SEED");
   Argv a({"bench", "--benchmark_filter=x", "--tunebench_shapes=/tmp/s.yaml", "--tunebench_seed=9", "y"});
-  const auto opt = tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
+  const auto opt = tunebench::parse_settings(&a.argc, a.ptrs.data(), "default");
   EXPECT_EQ(opt.shapes, "/tmp/s.yaml");
   EXPECT_EQ(opt.seed, 9u);
   ASSERT_EQ(a.argc, 3);
@@ -48,7 +51,7 @@ TEST(Options, EnvironmentIsTheFallbackAndIsChecked) {
   ::setenv("TUNEBENCH_SHAPES", "/from/env", 1);
   {
     Argv a({"bench"});
-    EXPECT_EQ(tunebench::parse_options(&a.argc, a.ptrs.data(), "default").shapes, "/from/env");
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").shapes, "/from/env");
   }
   ::setenv("TUNEBENCH_SHAPES", "", 1);
   EXPECT_NE(error_of({"bench"}).find("TUNEBENCH_SHAPES is set but empty"), std::string::npos);
@@ -58,7 +61,7 @@ TEST(Options, EnvironmentIsTheFallbackAndIsChecked) {
   EXPECT_EQ(error_of({"bench", "--tunebench_seed=4"}), "");  // the flag wins; the variable is unused
   ::unsetenv("TUNEBENCH_SEED");
   Argv a({"bench"});
-  EXPECT_EQ(tunebench::parse_options(&a.argc, a.ptrs.data(), "default").shapes, "default");
+  EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").shapes, "default");
 }
 
 TEST(Options, BadFlagsAreOneLineErrors) {
@@ -72,14 +75,14 @@ TEST(Options, TimingModesAndColdL2) {
   ::unsetenv("TUNEBENCH_COLD_L2");
   {
     Argv a({"bench", "--tunebench_timing=cudagraph", "--tunebench_cold_l2=1"});
-    const auto opt = tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
-    EXPECT_EQ(opt.timing, "cudagraph");
+    const auto opt = tunebench::parse_settings(&a.argc, a.ptrs.data(), "default");
+    EXPECT_EQ(std::string(to_string(opt.timing)), "cudagraph");
     EXPECT_TRUE(opt.cold_l2);
   }
   {
     Argv a({"bench"});
-    const auto opt = tunebench::parse_options(&a.argc, a.ptrs.data(), "default");
-    EXPECT_EQ(opt.timing, "kernel");
+    const auto opt = tunebench::parse_settings(&a.argc, a.ptrs.data(), "default");
+    EXPECT_EQ(std::string(to_string(opt.timing)), "kernel");
     EXPECT_FALSE(opt.cold_l2);
   }
   EXPECT_EQ(error_of({"bench", "--tunebench_timing=graph"}),
@@ -91,7 +94,83 @@ TEST(Options, TimingModesAndColdL2) {
   ::setenv("TUNEBENCH_COLD_L2", "1", 1);
   {
     Argv a({"bench"});
-    EXPECT_TRUE(tunebench::parse_options(&a.argc, a.ptrs.data(), "default").cold_l2);
+    EXPECT_TRUE(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").cold_l2);
   }
   ::unsetenv("TUNEBENCH_COLD_L2");
+}
+
+namespace {
+
+std::vector<std::string> readme_settings_rows() {
+  std::ifstream in(TUNEBENCH_README);
+  std::vector<std::string> rows;
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("| purpose | flag | environment |", 0) == 0) {
+      inside = true;
+      std::getline(in, line);  // the |---| line
+      continue;
+    }
+    if (inside && line.rfind("| ", 0) != 0) break;
+    if (inside) rows.push_back(line);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(Settings, ReadmeTableIsTheSettingsTable) {
+  const auto readme = readme_settings_rows();
+  const auto table = tunebench::settings_markdown_rows();
+  ASSERT_FALSE(readme.empty()) << "no settings table in " << TUNEBENCH_README;
+  EXPECT_EQ(readme, table);
+  // The op's own switch is declared by the op, not by the runner.
+  EXPECT_TRUE(std::any_of(table.begin(), table.end(),
+                          [](const std::string& r) { return r.find("`FLAGGEMS_MXFP4_FOLDSCALE`") != std::string::npos; }));
+}
+
+TEST(Settings, UnknownFlagListsTheTablesFlags) {
+  const std::string e = error_of({"bench", "--tunebench_nope=1"});
+  EXPECT_EQ(e, "--tunebench_nope: unknown flag (tunebench flags: --tunebench_cache, --tunebench_timing, "
+               "--tunebench_cold_l2, --tunebench_seed, --tunebench_shapes, --tunebench_runs)");
+}
+
+TEST(Settings, ManifestRecordsEveryTableVariableThatIsSet) {
+  ::setenv("TUNEBENCH_RUNS", "/r", 1);
+  ::setenv("TUNEBENCH_KERNEL_CACHE", "/k", 1);
+  ::setenv("FLAGGEMS_MXFP4_FOLDSCALE", "1", 1);
+  const auto env = tunebench::manifest_environment();
+  EXPECT_EQ(env.at("TUNEBENCH_RUNS"), "/r");
+  EXPECT_EQ(env.at("TUNEBENCH_KERNEL_CACHE"), "/k");
+  EXPECT_EQ(env.at("FLAGGEMS_MXFP4_FOLDSCALE"), "1");
+  EXPECT_EQ(env.count("TMPDIR"), 0u);  // where scratch goes is not a setting of the run
+  ::unsetenv("TUNEBENCH_RUNS");
+  ::unsetenv("TUNEBENCH_KERNEL_CACHE");
+  ::unsetenv("FLAGGEMS_MXFP4_FOLDSCALE");
+}
+
+TEST(Settings, OnlyTableVariablesAreRead) {
+  EXPECT_THROW(tunebench::setting_env("TUNEBENCH_NOT_A_SETTING"), std::logic_error);
+  ::setenv("TUNEBENCH_KERNEL_CACHE", "/k", 1);
+  EXPECT_STREQ(tunebench::setting_env("TUNEBENCH_KERNEL_CACHE"), "/k");
+  ::unsetenv("TUNEBENCH_KERNEL_CACHE");
+}
+
+TEST(Settings, FaultsAndOpSwitchesAreParsedAtStart) {
+  ::setenv("TUNEBENCH_FAULT_INJECT", "sticky-config=B=1", 1);
+  {
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").fault.sticky_config, "B=1");
+  }
+  ::setenv("TUNEBENCH_FAULT_INJECT", "abort-shard=x", 1);
+  EXPECT_EQ(error_of({"bench"}), "TUNEBENCH_FAULT_INJECT abort-shard='x': expected a non-negative integer below 2^64");
+  ::setenv("TUNEBENCH_FAULT_INJECT", "crash", 1);
+  EXPECT_NE(error_of({"bench"}).find("TUNEBENCH_FAULT_INJECT='crash': expected abort-shard=I"), std::string::npos);
+  ::unsetenv("TUNEBENCH_FAULT_INJECT");
+  ::setenv("FLAGGEMS_MXFP4_FOLDSCALE", "2", 1);
+  EXPECT_EQ(error_of({"bench"}), "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1");
+  ::unsetenv("FLAGGEMS_MXFP4_FOLDSCALE");
+  EXPECT_THROW(tunebench::OpSwitch("lower_case", "help"), std::invalid_argument);
+  EXPECT_THROW(tunebench::OpSwitch("FLAGGEMS_MXFP4_FOLDSCALE", "again"), std::invalid_argument);
 }

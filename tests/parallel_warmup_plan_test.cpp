@@ -5,10 +5,23 @@
 #include <numeric>
 #include <set>
 
-#include "sweep/parallel_warmup.hpp"
+#include "settings/settings.hpp"
+#include "sweep/shard_plan.hpp"
 
 using tunebench::device_tokens;
 using tunebench::plan_shards;
+
+namespace tunebench {
+namespace {
+// PARALLEL_WARMUP_GPUS as the settings table parses it.
+int warmup_gpus_from_env() {
+  char name[] = "bench";
+  char* argv[] = {name, nullptr};
+  int argc = 1;
+  return parse_settings(&argc, argv, "shapes").warmup_gpus;
+}
+}  // namespace
+}  // namespace tunebench
 
 TEST(ParallelWarmup, TokensAreTheCallersEntriesAsWritten) {
   EXPECT_EQ(device_tokens("6,7", 0), (std::vector<std::string>{"6", "7"}));

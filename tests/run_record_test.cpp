@@ -20,14 +20,14 @@ TEST(RunRecord, TwoRunsInOneSecondGetTheirOwnDirectories) {
   EXPECT_TRUE(fs::is_directory(a) && fs::is_directory(b) && fs::is_directory(c));
 
   tunebench::RunRecord record;
-  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=1", "tuned"});
-  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=2", "cache"});  // kept first
-  record.add({"op/set/M:2/N:64/K:64", "op", "k1", "M=2,N=64,K=64", "GPU", "B=3", "replayed"});
+  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=1", tunebench::ConfigSource::kTuned});
+  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=2", tunebench::ConfigSource::kCache});  // kept first
+  record.add({"op/set/M:2/N:64/K:64", "op", "k1", "M=2,N=64,K=64", "GPU", "B=3", tunebench::ConfigSource::kReplayed});
   record.write(a);
   const auto back = tunebench::RunRecord::read(a);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].config, "B=1");
-  EXPECT_EQ(back[1].source, "replayed");
+  EXPECT_STREQ(to_string(back[1].source), "replayed");
   EXPECT_THROW(tunebench::RunRecord::read(b), tunebench::ReplayError);
   std::ofstream(b / "configs.json") << "{\"tunebench_run_record\": 7, \"configs\": []}";
   EXPECT_THROW(tunebench::RunRecord::read(b), tunebench::ReplayError);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/atomic_file.hpp"
+
 namespace tunebench {
 
 namespace fs = std::filesystem;
@@ -38,6 +40,13 @@ const char* to_string(ConfigSource source) {
   return "unknown";
 }
 
+std::optional<ConfigSource> parse_config_source(const std::string& name) {
+  for (auto s : {ConfigSource::kCache, ConfigSource::kTuned, ConfigSource::kReplayed}) {
+    if (name == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
 void RunRecord::add(RecordedConfig entry) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& e : entries_) {
@@ -56,16 +65,10 @@ void RunRecord::write(const fs::path& dir) const {
   for (const auto& e : entries()) {
     configs.push_back({{"benchmark", e.benchmark}, {"op", e.op}, {"kernel_version", e.kernel_version},
                        {"tuning_key", e.tuning_key}, {"device", e.device}, {"config", e.config},
-                       {"source", e.source}});
+                       {"source", to_string(e.source)}});
   }
   const json doc = {{"tunebench_run_record", 1}, {"configs", configs}};
-  const fs::path tmp = dir / "configs.json.tmp", target = dir / "configs.json";
-  {
-    std::ofstream out(tmp);
-    out << doc.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, target);
+  write_file_atomically(dir / "configs.json", doc.dump(2) + "\n");
 }
 
 std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
@@ -93,10 +96,15 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
       for (const auto& earlier : out) {
         if (earlier.benchmark == name) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
       }
+      const std::string source = c.at("source").get<std::string>();
+      const auto parsed = parse_config_source(source);
+      if (!parsed) {
+        throw ReplayError(file.string() + ": benchmark " + name + " has source '" + source +
+                          "', expected cache, tuned or replayed");
+      }
       out.push_back({c.at("benchmark").get<std::string>(), c.at("op").get<std::string>(),
                      c.at("kernel_version").get<std::string>(), c.at("tuning_key").get<std::string>(),
-                     c.at("device").get<std::string>(), c.at("config").get<std::string>(),
-                     c.at("source").get<std::string>()});
+                     c.at("device").get<std::string>(), c.at("config").get<std::string>(), *parsed});
     }
   } catch (const json::out_of_range& e) {
     // e.what() reads "[json.exception.out_of_range.403] key 'configs' not found": keep the key.

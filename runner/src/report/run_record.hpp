@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ std::filesystem::path claim_run_dir(const std::filesystem::path& root, std::time
 /// How a benchmark got its config.
 enum class ConfigSource { kCache, kTuned, kReplayed };
 const char* to_string(ConfigSource source);
+/// The source called `name` ("cache", "tuned", "replayed"), or nothing.
+std::optional<ConfigSource> parse_config_source(const std::string& name);
 
 /// One benchmark's config in a run.
 struct RecordedConfig {
@@ -29,7 +32,7 @@ struct RecordedConfig {
   std::string tuning_key;
   std::string device;          ///< device name ("host" side: the CPU model)
   std::string config;          ///< Config::str()
-  std::string source;          ///< "cache", "tuned" or "replayed"
+  ConfigSource source = ConfigSource::kCache;  ///< written as "cache", "tuned" or "replayed"
 };
 
 /// A replay directory that cannot be used. what() is one line.
@@ -46,7 +49,8 @@ class RunRecord {
   /// Benchmark runs a benchmark function several times).
   void add(RecordedConfig entry);
   std::vector<RecordedConfig> entries() const;
-  /// Writes configs.json into `dir` (via a temporary file and a rename).
+  /// Writes configs.json into `dir`, whole or not at all (write_file_atomically). Throws
+  /// std::runtime_error naming the file when it cannot be written.
   void write(const std::filesystem::path& dir) const;
   /// Reads <dir>/configs.json. Throws ReplayError naming the file if it is missing or not a
   /// run record.

@@ -9,13 +9,8 @@
 
 namespace tunebench {
 
-const std::vector<std::string>& timing_modes() {
-  static const std::vector<std::string> modes = {"kernel", "cudagraph", "event"};
-  return modes;
-}
-
 std::string timing_name(const TimingOptions& options) {
-  return options.mode + (options.cold_l2 ? "+cold_l2" : "");
+  return std::string(to_string(options.mode)) + (options.cold_l2 ? "+cold_l2" : "");
 }
 
 // The captured graphs of one config: one per workload variant, replayed in turn.
@@ -55,25 +50,13 @@ std::size_t kernel_nodes(cudaGraph_t graph) {
 
 }  // namespace
 
-OpTiming::OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options)
-    : op_(op), options_(std::move(options)) {
-  const auto& modes = timing_modes();
-  if (std::find(modes.begin(), modes.end(), options_.mode) == modes.end()) {
-    throw std::invalid_argument("timing mode '" + options_.mode + "': expected kernel, cudagraph or event");
-  }
-  // Fault injection for tests: "sticky-config=<config>" makes that config fail like an illegal
-  // memory access, "hang-config=<config>" makes it never return, like a kernel that does not end.
-  if (const char* f = std::getenv("TUNEBENCH_FAULT_INJECT")) {
-    const std::string fault = f;
-    for (auto [prefix, target] : {std::pair{"sticky-config=", &sticky_config_}, std::pair{"hang-config=", &hang_config_}}) {
-      if (fault.rfind(prefix, 0) == 0) *target = fault.substr(std::strlen(prefix));
-    }
-  }
+OpTiming::OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options, TimingFaults faults)
+    : op_(op), options_(std::move(options)), faults_(std::move(faults)) {
   work_ = op_.prepare(shape, seed);
   if (!op_.needs_gpu()) return;
-  graph_ = options_.mode == "cudagraph";
+  graph_ = options_.mode == TimingMode::kCudaGraph;
   stream_.emplace();
-  if (options_.mode == "event") {
+  if (!uses_cupti(options_.mode)) {
     event_.emplace(stream_->get());
   } else {
     cupti_.emplace();
@@ -148,10 +131,12 @@ void OpTiming::launch(const Config& config) {
 }
 
 std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
-  if (!sticky_config_.empty() || !hang_config_.empty()) {
+  if (!faults_.sticky_config.empty() || !faults_.hang_config.empty()) {
     const std::string text = config.str();
-    if (text == sticky_config_) throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
-    while (text == hang_config_) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (text == faults_.sticky_config) {
+      throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+    }
+    while (text == faults_.hang_config) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (graph_) capture(config);
   flush_l2();

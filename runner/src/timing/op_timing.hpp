@@ -17,23 +17,27 @@
 #include "timing/cupti_timer.hpp"
 #include "tunebench/op.hpp"
 #include "timing/timer.hpp"
+#include "timing/timing_mode.hpp"
 
 namespace tunebench {
 
 /// How GPU ops are timed (host ops always on the host's steady clock).
 struct TimingOptions {
-  /// "kernel": eager launches, each run's time the sum of its kernels' CUPTI durations;
-  /// "cudagraph": each run captured once into a CUDA graph (Workload::variants() graphs) and
+  /// kKernel: eager launches, each run's time the sum of its kernels' CUPTI durations;
+  /// kCudaGraph: each run captured once into a CUDA graph (Workload::variants() graphs) and
   /// replayed, kernels attributed by graph, CUPTI durations;
-  /// "event": CUDA events around the eager launches, launch gaps included.
-  std::string mode = "kernel";
+  /// kEvent: CUDA events around the eager launches, launch gaps included.
+  TimingMode mode = TimingMode::kKernel;
   /// Before every timed run, overwrite a buffer of twice the L2 size (allocated once) so the
   /// run finds nothing of its inputs in L2. The flush is outside the measured window.
   bool cold_l2 = false;
 };
 
-/// The timing modes accepted by TimingOptions::mode, in the order the help text lists them.
-const std::vector<std::string>& timing_modes();
+/// Faults for tunebench's own tests (TUNEBENCH_FAULT_INJECT); empty: none.
+struct TimingFaults {
+  std::string sticky_config;  ///< runs of this config fail like an illegal memory access (sticky)
+  std::string hang_config;    ///< runs of this config never return, like a kernel that does not end
+};
 
 /// The name of `options` as the cache key's timing field, the JSON context and the benchmark
 /// label carry it: the mode, with "+cold_l2" appended when set (e.g. "cudagraph+cold_l2").
@@ -49,9 +53,8 @@ struct LoopTotal {
 /// GPU ops need a current CUDA device (and CUPTI for "kernel" and "cudagraph").
 class OpTiming {
  public:
-  /// Prepares the op's workload from `seed`. Throws std::invalid_argument for an unknown mode,
-  /// std::runtime_error when CUPTI is needed and unavailable, and what Op::prepare throws.
-  OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options);
+  /// Prepares the op's workload from `seed`. Throws std::runtime_error when CUPTI is needed and unavailable, and what Op::prepare throws.
+  OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options, TimingFaults faults = {});
   ~OpTiming();
   OpTiming(const OpTiming&) = delete;
   OpTiming& operator=(const OpTiming&) = delete;
@@ -88,8 +91,8 @@ class OpTiming {
 
   const Op& op_;
   TimingOptions options_;
+  TimingFaults faults_;
   bool graph_ = false;  // replays CUDA graphs: "cudagraph" mode of a GPU op
-  std::string sticky_config_, hang_config_;  // TUNEBENCH_FAULT_INJECT, for tests
   std::unique_ptr<Workload> work_;
   std::optional<Stream> stream_;
   HostTimer host_;

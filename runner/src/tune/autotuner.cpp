@@ -14,13 +14,6 @@ namespace tunebench {
 using cache::Measurement;
 using cache::Status;
 
-SpaceKind space_from_env() {
-  const char* v = std::getenv("USE_FLAGTUNE");
-  if (!v || std::strcmp(v, "0") == 0) return SpaceKind::kDefault;
-  if (std::strcmp(v, "1") == 0) return SpaceKind::kExpanded;
-  throw std::invalid_argument(std::string("USE_FLAGTUNE='") + v + "': expected 0 (plain autotune) or 1 (exhaustive)");
-}
-
 std::int64_t quantile(std::vector<std::int64_t> samples, double q) {
   std::sort(samples.begin(), samples.end());
   const auto i = static_cast<std::size_t>(std::lround(q * static_cast<double>(samples.size() - 1)));
@@ -119,7 +112,7 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.on_progress) options.on_progress("precompiling " + std::to_string(order.size()) + " configs");
+  if (options.on_progress) options.on_progress("precompiling " + std::to_string(order.size()) + " configs", true);
   try {
     op.precompile(order, device, threads);
   } catch (const std::exception&) {
@@ -127,7 +120,7 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   for (const auto& config : order) {
     const std::string text = config.str();
-    if (options.on_progress) options.on_progress(text);
+    if (options.on_progress) options.on_progress(text, false);
     try {
       out.results.push_back(time_config(config, time_run, options, device_uuid));
     } catch (const CudaError& e) {

@@ -31,15 +31,11 @@ struct TuneOptions {
   std::vector<Config> only;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
   int compile_threads = 0;
-  /// Called before the precompile ("precompiling N configs") and before each config is timed
-  /// (the config's text), so a watchdog can tell a slow sweep from a hung one and name the
-  /// config that hung. May be empty.
-  std::function<void(const std::string& activity)> on_progress;
+  /// Called before the precompile ("precompiling N configs", compiling true) and before each
+  /// config is timed (the config's text, compiling false), so a watchdog can tell a slow sweep
+  /// from a hung one and name the config that hung. May be empty.
+  std::function<void(const std::string& activity, bool compiling)> on_progress;
 };
-
-/// The space named by USE_FLAGTUNE: unset or "0" the default space, "1" the expanded one;
-/// anything else throws std::invalid_argument naming the variable and the accepted values.
-SpaceKind space_from_env();
 
 /// Outcome of a sweep.
 struct TuneOutcome {

@@ -1,0 +1,29 @@
+#pragma once
+// The plan stage: shape sets read, families made, and the benchmarks --benchmark_filter selects.
+
+#include <string>
+#include <vector>
+
+#include "plan/family.hpp"
+#include "plan/filter.hpp"
+#include "settings/settings.hpp"
+
+namespace tunebench {
+
+/// The shape sets of settings.shapes (load_shape_path); a ShapeError's message is prefixed
+/// "TUNEBENCH_SHAPES: " when the path came from that variable.
+std::vector<ShapeSet> load_sets(const Settings& settings);
+
+/// The filter a run without --benchmark_filter uses: `gpu_filter` on a machine with a GPU when
+/// some op needs one, else `cpu_filter`; when that selects nothing (other shape sets than the
+/// shipped ones), every family (GPU) or every host op ("^cpu_"). A listing is never narrowed.
+std::string default_filter(const std::vector<Family>& families, bool on_gpu, const std::string& gpu_filter,
+                           const std::string& cpu_filter);
+
+/// Whether `filter` selects any of `families`.
+bool selects_any(const std::vector<Family>& families, const BenchmarkFilter& filter);
+
+/// How many selected families need a GPU.
+std::size_t selected_gpu_families(const std::vector<Family>& families, const BenchmarkFilter& filter);
+
+}  // namespace tunebench

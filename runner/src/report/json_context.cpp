@@ -1,0 +1,65 @@
+#include "report/json_context.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "cuda/gpu_clock.hpp"
+#include "run/invocation.hpp"
+#include "timing/cupti_timer.hpp"
+#include "tunebench/version.hpp"
+
+namespace tunebench {
+namespace {
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+void add_gpu_context(const RunContext& c) {
+  benchmark::AddCustomContext("gpu_name", c.device.name);
+  benchmark::AddCustomContext("gpu_compute_capability",
+                              std::to_string(c.device.cc_major) + "." + std::to_string(c.device.cc_minor));
+  benchmark::AddCustomContext("gpu_sm_count", std::to_string(c.device.sm_count));
+  benchmark::AddCustomContext("timing_mode", timing_name({c.timing_mode, c.cold_l2}));
+  const SmClock clock = read_sm_clock(0);
+  benchmark::AddCustomContext("gpu_sm_clock_mhz_start",
+                              clock.mhz ? std::to_string(*clock.mhz) : "unknown (" + clock.error + ")");
+  benchmark::AddCustomContext("gpu_uuid", c.device.uuid);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  benchmark::AddCustomContext("cuda_driver_version", version_text(driver));
+  benchmark::AddCustomContext("cuda_runtime_version", version_text(runtime));
+  benchmark::AddCustomContext("cupti_version", std::to_string(CuptiTimer::version()));
+  benchmark::AddCustomContext("roofline_peaks", c.peak_flops > 0
+                                                    ? "measured on an H200: 4243 GB/s device-to-device copy, 790 TFLOP/s BF16 GEMM"
+                                                    : "unknown for this device: no roofline% counter");
+}
+
+}  // namespace
+
+void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu) {
+  benchmark::AddCustomContext("tunebench_version", kVersion);
+  benchmark::AddCustomContext("tunebench_git_revision", kGitRevision);
+  benchmark::AddCustomContext("tunebench_shapes", absolute_text(settings.shapes));
+  benchmark::AddCustomContext("tunebench_seed", std::to_string(settings.seed));
+  benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count) : "0 (" + gpu.reason + ")");
+  if (gpu.available()) add_gpu_context(context);
+}
+
+void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {
+  if (!executor.sweeps_up_front()) return;
+  if (settings.warmup_gpus < 2) {
+    benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
+    benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
+    return;
+  }
+  std::string list;
+  for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
+  benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(settings.warmup_gpus));
+  benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
+  benchmark::AddCustomContext("parallel_warmup_seconds", std::to_string(w.seconds));
+  benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
+  benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
+}
+
+}  // namespace tunebench

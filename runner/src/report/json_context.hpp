@@ -1,0 +1,21 @@
+#pragma once
+// What tunebench adds to the "context" of Google Benchmark's output (README: "Reading the
+// output"), through benchmark::AddCustomContext.
+
+#include "plan/run_context.hpp"
+#include "sweep/executor.hpp"
+#include "tunebench/device.hpp"
+
+namespace tunebench {
+
+/// The run's own fields: tunebench_version, tunebench_git_revision, tunebench_shapes (absolute),
+/// tunebench_seed, cuda_devices, and on a machine with a GPU its name, compute capability, SM
+/// count, timing_mode, gpu_sm_clock_mhz_start, gpu_uuid, driver, runtime and CUPTI versions and
+/// where the roofline peaks come from.
+void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu);
+
+/// The sweep's figures: tunebench_isolated_sweep_{keys,seconds} for the isolated sweep, else
+/// parallel_warmup_{gpus,keys,seconds,disagreements,disagreeing_keys}.
+void add_sweep_context(const SweepExecutor& executor, const SweepReport& report, const Settings& settings);
+
+}  // namespace tunebench

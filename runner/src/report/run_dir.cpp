@@ -1,0 +1,124 @@
+#include "report/run_dir.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <iostream>
+
+#include "common/atomic_file.hpp"
+#include "cuda/gpu_clock.hpp"
+#include "timing/op_timing.hpp"
+#include "tunebench/version.hpp"
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The measurement GPU's SM clock now, for the manifest.
+std::string sm_clock_text(const RunContext& context) {
+  if (!context.gpu_available) return "";
+  const SmClock clock = read_sm_clock(context.device.ordinal);
+  return clock.mhz ? std::to_string(*clock.mhz) : "unknown (" + clock.error + ")";
+}
+
+// Benchmarks of a replay that were not in it (or failed there) and got their configs live.
+std::vector<std::string> tuned_live(const RunContext& context) {
+  std::vector<std::string> live;
+  if (context.replay.empty()) return live;
+  for (const auto& e : context.record->entries()) {
+    if (e.source != ConfigSource::kReplayed) live.push_back(e.benchmark);
+  }
+  return live;
+}
+
+}  // namespace
+
+RunDir::RunDir(bool claim, const fs::path& runs) {
+  if (!claim) return;
+  std::error_code ec;
+  for (auto p = fs::absolute(runs, ec); !ec && !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made_roots_.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  dir_ = claim_run_dir(runs, std::time(nullptr));
+}
+
+RunDir::~RunDir() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  if (std::uncaught_exceptions() > 0) {
+    std::size_t entries = 0;
+    bool manifest_only = true;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+      ++entries;
+      manifest_only &= e.path().filename() == "manifest.json";
+    }
+    if (!ec && entries == 1 && manifest_only) fs::remove(dir_ / "manifest.json", ec);
+  }
+  if (fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+  for (const auto& p : made_roots_) {
+    if (!fs::is_empty(p, ec) || ec) break;
+    fs::remove(p, ec);
+  }
+}
+
+void RunDir::write_manifest(const RunContext& context, const Invocation& inv, const std::string& results,
+                            bool complete) const {
+  const Settings& s = inv.settings();
+  std::error_code ec;
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [name, value] : manifest_environment()) env[name] = value;
+  const nlohmann::json manifest = {
+      {"status", complete ? "complete" : "running"},
+      {"status_note", complete ? "" : "if no bench is running any more, this run was interrupted"},
+      {"results", complete ? results : results + ".incomplete"},
+      {"command", inv.command()},
+      {"cwd", fs::current_path(ec).string()},
+      {"env", env},
+      {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
+      {"device_uuid", context.gpu_available ? context.device.uuid : ""},
+      {"host", context.host_name},
+      {"timing_mode", timing_name({context.timing_mode, context.cold_l2})},
+      {"gpu_sm_clock_mhz_end", sm_clock_text(context)},
+      {"cuda_toolkit", context.cuda_toolkit},
+      {"tunebench_version", kVersion},
+      {"tunebench_git_revision", kGitRevision},
+      {"shapes", absolute_text(s.shapes)},
+      {"cache", context.cache ? absolute_text(context.cache->path()) : ""},
+      {"replay_from", absolute_text(s.replay_from)},
+      {"replay_tuned_live", tuned_live(context)},
+      {"replay_markers", context.fallbacks->markers}};
+  write_file_atomically(dir_ / "manifest.json", manifest.dump(2) + "\n");
+}
+
+void RunDir::finish(const RunContext& context, const Invocation& inv, const std::string& results) const {
+  context.record->write(dir_);
+  write_manifest(context, inv, results, true);
+  if (const auto live = tuned_live(context); !live.empty()) {
+    std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << inv.settings().replay_from.string()
+              << " or failed there, and got their configs as in a normal run: from the cache or tuned now"
+              << " (configs.json says which; manifest.json lists them)\n";
+  }
+  std::cerr << "bench: run directory " << dir_.string() << "\n";
+}
+
+void add_markers(const fs::path& json_file, const RunContext& context) {
+  std::ifstream in(json_file);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return;  // not a JSON output (csv): the markers are in the log and the manifest
+  }
+  for (const auto& [marker, families] : context.fallbacks->markers) {
+    std::string list;
+    for (const auto& f : families) list += (list.empty() ? "" : " ") + f;
+    doc["context"][marker] = list;
+  }
+  write_file_atomically(json_file, doc.dump(2) + "\n");
+}
+
+}  // namespace tunebench

@@ -1,0 +1,48 @@
+#pragma once
+// A run's directory: results, configs.json, latency.md and manifest.json (README: "Run
+// directories, record and replay").
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "plan/run_context.hpp"
+#include "run/invocation.hpp"
+
+namespace tunebench {
+
+/// The run directory of one bench process, claimed at construction (claim_run_dir under
+/// settings.runs) unless `claim` is false. A run that an error ends before it measured anything
+/// leaves no directory behind: none that is empty, none that holds only its manifest, and not the
+/// runs folder it made for it (checked when this is destroyed during stack unwinding, or empty).
+class RunDir {
+ public:
+  /// Throws std::runtime_error naming the path when the folder cannot be made.
+  RunDir(bool claim, const std::filesystem::path& runs);
+  ~RunDir();
+  RunDir(const RunDir&) = delete;
+  RunDir& operator=(const RunDir&) = delete;
+
+  const std::filesystem::path& path() const { return dir_; }  ///< "" when not claimed
+  bool claimed() const { return !dir_.empty(); }
+
+  /// manifest.json: status "running" (before the sweep and the benchmarks, so a run interrupted
+  /// by Ctrl-C leaves a directory that says so) or "complete"; the command, cwd, the manifest
+  /// variables of the settings table, device, versions, paths and where the results go.
+  void write_manifest(const RunContext& context, const Invocation& inv, const std::string& results,
+                      bool complete) const;
+  /// configs.json and the final manifest, then what the user should know (benchmarks of a
+  /// replay that were tuned live; where the run directory is) on stderr.
+  void finish(const RunContext& context, const Invocation& inv, const std::string& results) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::filesystem::path> made_roots_;  // folders claiming created, innermost first
+};
+
+/// Adds the replay fallbacks' markers (which happen during the run, after Google Benchmark wrote
+/// its context) to the context of the JSON file `json_file`; a file that is not JSON (csv) is
+/// left as it is (the markers are in the log and the manifest).
+void add_markers(const std::filesystem::path& json_file, const RunContext& context);
+
+}  // namespace tunebench

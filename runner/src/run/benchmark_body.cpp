@@ -1,0 +1,108 @@
+// The body of every registered benchmark: prepare once, choose the config, time, set counters.
+
+#include "run/benchmark_body.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include "cuda/gpu_clock.hpp"
+#include "timing/op_timing.hpp"
+#include "tune/config_choice.hpp"
+
+namespace tunebench {
+namespace {
+
+void set_rates(benchmark::State& state, const Family& family, const RunContext& context, double iterations,
+               double total_s) {
+  if (!(total_s > 0)) return;
+  // Counter::kIsRate divides by CPU time, not manual time, so the rates are computed here.
+  state.counters["TFLOP/s"] = family.op->flops(family.shape) * iterations / total_s / 1e12;
+  state.counters["GB/s"] = family.op->bytes(family.shape) * iterations / total_s / 1e9;
+  const RunContext* c = &context;
+  if (family.op->needs_gpu() && c->peak_bytes_per_s > 0 && c->peak_flops > 0) {
+    // The time the roofline allows (the larger of the compute and the memory floor) over the
+    // time measured.
+    const double floor_s = std::max(family.op->flops(family.shape) / c->peak_flops,
+                                    family.op->bytes(family.shape) / c->peak_bytes_per_s);
+    state.counters["roofline%"] = 100.0 * floor_s * iterations / total_s;
+  }
+}
+
+
+// The measurement device's SM clock, for GPU runs (nothing when NVML cannot say).
+SmClock sm_clock(const RunContext& context) {
+  if (!context.gpu_available || context.device.ordinal < 0) return {};
+  return read_sm_clock(context.device.ordinal);
+}
+
+
+void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
+  if (family.op->needs_gpu() && !context.gpu_available) {
+    state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
+    return;
+  }
+  auto& last = *context.last;
+  std::lock_guard<std::mutex> lock(last.mutex);
+  if (last.name != family.name) {
+    // Free the previous benchmark's inputs before preparing these (device memory).
+    last.timing.reset();
+    last.name.clear();
+    auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context),
+                                             timing_faults(context));
+    auto [config, source] = [&]() -> std::pair<Config, ConfigSource> {
+      try {
+        return choose_config(family, context, timing->run_timer());
+      } catch (const UnrunnableReplay& e) {
+        return {replay_fallback(family, context, *timing, e.config, e.what()), ConfigSource::kTuned};
+      }
+    }();
+    if (source == ConfigSource::kReplayed) {
+      try {
+        timing->warm(config);
+      } catch (const CudaError& e) {
+        if (e.sticky()) throw;
+        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
+        source = ConfigSource::kTuned;
+      } catch (const std::exception& e) {
+        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
+        source = ConfigSource::kTuned;
+      }
+    }
+    if (context.record) {
+      const Op& op = *family.op;
+      context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
+                           op.needs_gpu() ? context.device.name : context.host_name, config.str(), source});
+    }
+    // The label names the timing of GPU ops, so two results are never mistaken for one kind.
+    last.label = family.op->needs_gpu() ? config.str() + " (" + timing_name(timing->options()) + ")" : config.str();
+    last.config = config;
+    last.timing = std::move(timing);
+    last.name = family.name;
+  }
+  state.SetLabel(last.label);
+  const SmClock clock_start = sm_clock(context);
+  if (const auto total = last.timing->measure(state, last.config)) {
+    set_rates(state, family, context, total->iterations, total->seconds);
+    const SmClock clock_end = sm_clock(context);
+    if (clock_start.mhz && clock_end.mhz) {
+      state.counters["sm_mhz_start"] = *clock_start.mhz;
+      state.counters["sm_mhz_end"] = *clock_end.mhz;
+    }
+  }
+}
+
+}  // namespace
+void register_family(const Family& family, std::shared_ptr<const RunContext> context) {
+  benchmark::RegisterBenchmark(family.name.c_str(),
+                               [family, context](benchmark::State& state) {
+                                 try {
+                                   run_timed(state, family, *context);
+                                 } catch (const std::exception& e) {
+                                   state.SkipWithError(e.what());
+                                 }
+                               })
+      ->UseManualTime()
+      ->Unit(family.op->time_unit());
+}
+
+}  // namespace tunebench

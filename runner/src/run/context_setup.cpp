@@ -1,0 +1,89 @@
+#include "run/context_setup.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <tuple>
+
+#include "timing/cupti_timer.hpp"
+
+namespace tunebench {
+namespace {
+
+// The CPU model, the "device" of host ops' cache keys (a tuned CPU tile fits one CPU).
+std::string host_cpu_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) break;
+      std::string name = line.substr(colon + 1);
+      name.erase(0, name.find_first_not_of(" \t"));
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (!name.empty()) return name;
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// The measurement GPU: device 0 of this process's CUDA_VISIBLE_DEVICES.
+void use_gpu(RunContext& c, const OpList& ops, bool listing) {
+  TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));
+  c.device = query_device(0);
+  int runtime = 0;
+  TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  c.cuda_toolkit = "cuda " + version_text(runtime);
+  std::tie(c.peak_bytes_per_s, c.peak_flops) = roofline_peaks(c.device.name);
+  const bool any_gpu_op = std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->needs_gpu(); });
+  std::string why;
+  if (uses_cupti(c.timing_mode) && any_gpu_op && !listing && !CuptiTimer::available(&why)) {
+    std::cerr << "bench: CUPTI cannot be used (" << why
+              << "): timing GPU ops with CUDA events (eager launches), launch overhead included\n";
+    c.timing_mode = TimingMode::kEvent;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProbe& gpu, const OpList& ops,
+                                         bool listing) {
+  auto c = std::make_shared<RunContext>();
+  c->gpu_available = gpu.available();
+  c->gpu_reason = gpu.reason;
+  c->seed = settings.seed;
+  c->tune.space = settings.space;
+  c->timing_mode = settings.timing;  // what was asked; host ops are host-timed whatever it says
+  c->cold_l2 = settings.cold_l2;
+  c->fault = settings.fault;
+  // Under the parallel warmup, the shards (same environment) share the host's cores.
+  c->tune.compile_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, settings.warmup_gpus));
+  c->host_name = host_cpu_name();
+  if (gpu.available()) use_gpu(*c, ops, listing);
+  if (!listing) {
+    c->cache = std::make_shared<cache::ConfigCache>(settings.cache.empty() ? cache::default_cache_path()
+                                                                             : settings.cache);
+  }
+  return c;
+}
+
+void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
+  context.replay_source = (dir / "configs.json").string();
+  for (auto& e : RunRecord::read(dir)) {
+    const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
+    if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
+    const std::string device = (*op)->needs_gpu() ? context.device.name : context.host_name;
+    if (e.kernel_version != (*op)->kernel_version() || e.device != device) {
+      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.benchmark + " was recorded with " +
+                        e.kernel_version + " on " + e.device + ", this run has " + (*op)->kernel_version() +
+                        " on " + device + ": a replay must run the same kernels on the same device");
+    }
+    context.replay.emplace(e.benchmark, std::move(e));
+  }
+}
+
+}  // namespace tunebench

@@ -1,0 +1,26 @@
+#pragma once
+// Making the run's context: the measurement device, the timing actually used, the cache, the
+// record of configs, and a replay's recorded configs.
+
+#include <memory>
+
+#include "tunebench/device.hpp"
+#include "plan/run_context.hpp"
+#include "tunebench/op.hpp"
+
+namespace tunebench {
+
+/// The context of a run with `settings` on the machine `gpu` describes. Selects device 0 and
+/// reads its properties when there is one; falls back to event timing (one line on stderr)
+/// when CUPTI cannot be used; opens the cache (settings.cache, else cache::default_cache_path())
+/// unless `listing`. Throws CudaError, cache::SqliteError, and std::invalid_argument for an
+/// empty TUNEBENCH_CACHE.
+std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProbe& gpu, const OpList& ops,
+                                         bool listing);
+
+/// REPLAY_FROM: reads `dir`'s configs.json into context.replay. Throws ReplayError when a config
+/// was recorded with another kernel version or on another device (a replay must run the same
+/// kernels on the same device), or the directory is not a run record.
+void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context);
+
+}  // namespace tunebench

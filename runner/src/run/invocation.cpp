@@ -1,0 +1,104 @@
+#include "run/invocation.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string_view>
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool matches_flag(std::string_view arg, std::string_view flag) {
+  return arg == flag ||
+         (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=');
+}
+
+}  // namespace
+
+std::string absolute_text(const fs::path& p) {
+  if (p.empty()) return "";
+  std::error_code ec;
+  const auto abs = fs::absolute(p, ec);
+  return ec ? p.string() : abs.lexically_normal().string();
+}
+
+Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
+    : original_args_(argv + 1, argv + argc), command_(argv, argv + argc) {
+  settings_ = parse_settings(&argc, argv, default_shapes);
+  args_.assign(argv, argv + argc);
+  for (const char* arg : args_) {
+    const std::string_view a = arg;
+    for (const std::string_view flag : {"--benchmark_format=", "--benchmark_out_format="}) {
+      if (a.substr(0, flag.size()) != flag) continue;
+      const auto v = a.substr(flag.size());
+      if (v != "console" && v != "json" && v != "csv") {
+        throw std::invalid_argument(std::string(flag.substr(0, flag.size() - 1)) + "='" + std::string(v) +
+                                    "': expected console, json or csv");
+      }
+    }
+  }
+  filter_given_ = has_flag("--benchmark_filter");
+  listing_ = has_flag("--benchmark_list_tests");
+  console_ = !has_flag("--benchmark_format") ||
+             std::any_of(args_.begin(), args_.end(),
+                         [](const char* a) { return std::string_view(a) == "--benchmark_format=console"; });
+  tabular_ = has_flag("--benchmark_counters_tabular");
+  args_.push_back(nullptr);
+  argc_ = static_cast<int>(args_.size()) - 1;
+}
+
+bool Invocation::has_flag(const std::string& flag) const {
+  return std::any_of(args_.begin() + 1, args_.end(),
+                     [&](const char* a) { return a && matches_flag(a, flag); });
+}
+
+std::string Invocation::route_output(const fs::path& run_dir) {
+  args_.pop_back();  // the terminating nullptr
+  if (!run_dir.empty() && !has_flag("--benchmark_out")) {
+    // Named after --benchmark_out_format, so a CSV is never called results.json.
+    std::string name = "results.json";
+    for (const char* arg : args_) {
+      const std::string_view a = arg;
+      if (a == "--benchmark_out_format=csv") name = "results.csv";
+      if (a == "--benchmark_out_format=console") name = "results.txt";
+      if (a == "--benchmark_out_format=json") name = "results.json";
+    }
+    storage_.push_back(std::make_unique<std::string>("--benchmark_out=" + (run_dir / name).string()));
+    args_.push_back(storage_.back()->data());
+  }
+  std::string target;
+  constexpr std::string_view flag = "--benchmark_out=";
+  for (auto& arg : args_) {
+    const std::string_view a = arg;
+    if (a.substr(0, flag.size()) == flag && a.size() > flag.size()) {
+      target = std::string(a.substr(flag.size()));
+      storage_.push_back(std::make_unique<std::string>(std::string(flag) + target + ".incomplete"));
+      arg = storage_.back()->data();
+      break;
+    }
+  }
+  args_.push_back(nullptr);
+  argc_ = static_cast<int>(args_.size()) - 1;
+  return target;
+}
+
+void Invocation::check_paths(const std::string& out_file) const {
+  std::error_code ec;
+  if (!out_file.empty()) {
+    const fs::path out(out_file);
+    if (fs::is_directory(out, ec)) {
+      throw std::invalid_argument("--benchmark_out=" + out_file + ": is a folder, expected a file name");
+    }
+    const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec)) {
+      throw std::invalid_argument("--benchmark_out=" + out_file + ": folder " + parent.string() + " does not exist");
+    }
+  }
+  const fs::path& dir = settings_.kernel_cache;
+  if (!dir.empty() && fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw std::invalid_argument("TUNEBENCH_KERNEL_CACHE='" + dir.string() + "': is not a folder");
+  }
+}
+
+}  // namespace tunebench

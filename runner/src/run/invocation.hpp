@@ -1,0 +1,64 @@
+#pragma once
+// The command line of one bench process: tunebench's settings, and what bench must know of
+// Google Benchmark's flags before Google Benchmark consumes them.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "settings/settings.hpp"
+
+namespace tunebench {
+
+/// One bench process's command line.
+class Invocation {
+ public:
+  /// Reads argv (tunebench's flags removed, the settings table parsed). Throws
+  /// std::invalid_argument (one line) for a bad tunebench flag or variable, or a
+  /// --benchmark_format / --benchmark_out_format other than console, json or csv (Google
+  /// Benchmark would answer it with its usage text and exit status 0).
+  Invocation(int argc, char** argv, const std::filesystem::path& default_shapes);
+
+  const Settings& settings() const { return settings_; }
+  /// argv[1..] as given: a sweep's child processes get the same arguments.
+  const std::vector<std::string>& original_args() const { return original_args_; }
+  /// argv as given, argv[0] included, for the manifest.
+  const std::vector<std::string>& command() const { return command_; }
+  bool listing() const { return listing_; }            ///< --benchmark_list_tests
+  bool filter_given() const { return filter_given_; }  ///< --benchmark_filter
+  /// Google Benchmark's console format on stdout (the latency table joins it).
+  bool console() const { return console_; }
+  bool tabular() const { return tabular_; }  ///< --benchmark_counters_tabular
+  /// Whether this process makes a run directory (not a listing, not a sweep worker).
+  bool makes_run_dir() const { return !listing_ && settings_.shard < 0; }
+
+  /// Points Google Benchmark's output at `run_dir`/results.json (results.txt, results.csv after
+  /// --benchmark_out_format) unless --benchmark_out names a file, and --benchmark_out at
+  /// "<file>.incomplete", so an interrupted run leaves an earlier file intact and never a
+  /// truncated one. Returns the final output path ("" when there is none). Call once.
+  std::string route_output(const std::filesystem::path& run_dir);
+  /// Paths that would only fail after the whole run, checked before it starts: --benchmark_out
+  /// a folder or in a missing folder, TUNEBENCH_KERNEL_CACHE not a folder. Throws
+  /// std::invalid_argument naming the flag or variable.
+  void check_paths(const std::string& out_file) const;
+
+  /// The argument vector for Google Benchmark (after route_output); valid while this lives.
+  int* argc() { return &argc_; }
+  char** argv() { return args_.data(); }
+
+ private:
+  bool has_flag(const std::string& flag) const;
+  Settings settings_;
+  std::vector<std::string> original_args_, command_;
+  bool listing_ = false, filter_given_ = false, console_ = true, tabular_ = false;
+  std::vector<std::unique_ptr<std::string>> storage_;  // rewritten arguments
+  std::vector<char*> args_;
+  int argc_ = 0;
+};
+
+/// `p` as an absolute, normal path ("" stays ""): a run folder says where things were, whatever
+/// folder bench was started in.
+std::string absolute_text(const std::filesystem::path& p);
+
+}  // namespace tunebench

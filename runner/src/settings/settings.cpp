@@ -1,0 +1,308 @@
+#include "settings/settings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
+#include "tunebench/op_switch.hpp"
+
+namespace tunebench {
+namespace {
+
+using std::invalid_argument;
+using std::string;
+
+std::vector<const OpSwitch*>& op_switches() {
+  static std::vector<const OpSwitch*> switches;
+  return switches;
+}
+
+bool is_flag(const string& source) { return source.rfind("--", 0) == 0; }
+
+std::uint64_t parse_u64(const string& text, const string& what) {
+  std::uint64_t v = 0;
+  const char* last = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), last, v);
+  if (text.empty() || ptr != last || ec != std::errc()) {
+    throw invalid_argument(what + "='" + text + "': expected a non-negative integer below 2^64");
+  }
+  return v;
+}
+
+bool parse_bool(const string& v, const string& what) {
+  if (v != "0" && v != "1") throw invalid_argument(what + "='" + v + "': expected 0 or 1");
+  return v == "1";
+}
+
+// A path that may not be empty: a flag says what it expects, a variable that it is set but empty.
+string non_empty(const string& v, const string& what, const string& expected, const string& env_hint = "") {
+  if (!v.empty()) return v;
+  if (is_flag(what)) throw invalid_argument(what + ": expected " + expected);
+  throw invalid_argument(what + " is set but empty: expected " + expected + env_hint);
+}
+
+int parse_warmup_gpus(const string& s, const string& what) {
+  const bool digits = !s.empty() && s.size() <= 4 &&
+                      std::all_of(s.begin(), s.end(), [](unsigned char ch) { return std::isdigit(ch); }) &&
+                      !(s.size() > 1 && s[0] == '0');
+  const long n = digits ? std::stol(s) : 0;
+  if (!digits || n < 1) {
+    throw invalid_argument(what + "='" + s + "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
+  }
+  return static_cast<int>(n);
+}
+
+double parse_hang_timeout(const string& text, const string& what) {
+  // Plain decimal seconds only (no sign, blanks, hex or exponent), from 1 s to 1e6 s.
+  const bool decimal = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
+                       std::isdigit(static_cast<unsigned char>(text.back())) &&
+                       text.find_first_not_of("0123456789.") == string::npos &&
+                       std::count(text.begin(), text.end(), '.') <= 1;
+  const double s = decimal ? std::strtod(text.c_str(), nullptr) : 0;
+  if (!decimal || s < 1 || s > 1e6) {
+    throw invalid_argument(what + "='" + text + "': expected seconds, a number from 1 to 1000000");
+  }
+  return s;
+}
+
+FaultInjection parse_fault(const string& v, const string& what) {
+  FaultInjection f;
+  const auto after = [&](const char* prefix) -> std::optional<string> {
+    const string p = prefix;
+    if (v.rfind(p, 0) == 0) return v.substr(p.size());
+    return std::nullopt;
+  };
+  if (auto i = after("abort-shard=")) {
+    f.abort_shard = static_cast<int>(parse_u64(*i, what + " abort-shard"));
+  } else if (auto d = after("disagree-shard=")) {
+    f.disagree_shard = static_cast<int>(parse_u64(*d, what + " disagree-shard"));
+  } else if (auto s = after("sticky-config=")) {
+    f.sticky_config = *s;
+  } else if (auto h = after("hang-config=")) {
+    f.hang_config = *h;
+  } else if (v == "evict-fails") {
+    f.evict_fails = true;
+  } else if (!v.empty() && v != "none") {
+    throw invalid_argument(what + "='" + v +
+                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, evict-fails or none");
+  }
+  return f;
+}
+
+using Parse = std::function<void(Settings&, const string&, const string&)>;
+
+SettingSpec row(const char* purpose, const char* flag, const char* flag_value, const char* env, const char* help,
+                const char* default_text, bool empty_is_unset, bool documented, Parse parse) {
+  return {purpose, flag, flag_value, env, help, default_text, empty_is_unset, documented, documented || *env, std::move(parse)};
+}
+
+std::vector<SettingSpec> own_rows() {
+  std::vector<SettingSpec> t;
+  t.push_back(row("tuning", "", "", "USE_FLAGTUNE",
+                  "`1`: autotune over the expanded config space (exhaustive search) instead of the default one; sweeps every key whose expanded space the cache has not yet measured in full (a plain winner does not count), and caches the new winners",
+                  "`0`", false, true, [](Settings& s, const string& v, const string& what) {
+                    if (v != "0" && v != "1") {
+                      throw invalid_argument(what + "='" + v + "': expected 0 (plain autotune) or 1 (exhaustive)");
+                    }
+                    s.space = v == "1" ? SpaceKind::kExpanded : SpaceKind::kDefault;
+                  }));
+  t.push_back(row("tuning", "--tunebench_cache", "FILE", "TUNEBENCH_CACHE", "the config cache (SQLite)",
+                  "`$XDG_CACHE_HOME/tunebench/configs.sqlite`, else `~/.cache/tunebench/configs.sqlite`", false, true,
+                  [](Settings& s, const string& v, const string& what) {
+                    s.cache = non_empty(v, what, "a cache file", " (unset it for the default)");
+                  }));
+  t.push_back(row("tuning", "", "", "TUNEBENCH_ISOLATE_SWEEP",
+                  "where a sweep runs without the parallel warmup: `auto` in a child process on the measurement GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench",
+                  "`auto`", false, true, [](Settings& s, const string& v, const string& what) {
+                    if (v != "auto" && v != "0" && v != "1") throw invalid_argument(what + "='" + v + "': expected auto, 0 or 1");
+                    s.isolate_sweep = v == "auto" ? IsolateSweep::kAuto : v == "1" ? IsolateSweep::kAlways : IsolateSweep::kNever;
+                  }));
+  t.push_back(row("tuning", "", "", "TUNEBENCH_HANG_TIMEOUT",
+                  "seconds (1 to 1000000) without progress after which a sweep's child process counts as hung: it is killed, and the config it was on recorded as `timeout`",
+                  "`300`", false, true,
+                  [](Settings& s, const string& v, const string& what) { s.hang_timeout_s = parse_hang_timeout(v, what); }));
+  t.push_back(row("tuning", "", "", "PARALLEL_WARMUP_GPUS",
+                  "shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; unset or 1: off",
+                  "off", true, true,
+                  [](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
+  t.push_back(row("replay", "", "", "REPLAY_FROM", "a run directory whose configs to replay exactly (no tuning)",
+                  "record afresh", true, true, [](Settings& s, const string& v, const string&) { s.replay_from = v; }));
+  t.push_back(row("timing", "--tunebench_timing", "kernel|cudagraph|event", "TUNEBENCH_TIMING",
+                  "GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA events around the launches (also the fallback when CUPTI is taken by another profiler); see \"Kernel timing and CUDA graphs\"",
+                  "`kernel`", false, true, [](Settings& s, const string& v, const string& what) {
+                    const auto mode = parse_timing_mode(v);
+                    if (!mode) throw invalid_argument(what + "='" + v + "': expected " + timing_mode_choices());
+                    s.timing = *mode;
+                  }));
+  t.push_back(row("timing", "--tunebench_cold_l2", "0|1", "TUNEBENCH_COLD_L2",
+                  "`1`: overwrite a buffer of 2x the L2 size before every timed run (not counted), so no run finds its inputs in L2",
+                  "`0`", false, true, [](Settings& s, const string& v, const string& what) { s.cold_l2 = parse_bool(v, what); }));
+  t.push_back(row("timing", "--tunebench_seed", "N", "TUNEBENCH_SEED", "seed of the random inputs", "0", false, true,
+                  [](Settings& s, const string& v, const string& what) { s.seed = parse_u64(v, what); }));
+  t.push_back(row("devices", "", "", "CUDA_VISIBLE_DEVICES",
+                  "the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first",
+                  "all", false, true, [](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
+  t.push_back(row("paths", "--tunebench_shapes", "PATH", "TUNEBENCH_SHAPES", "shape file, or folder of `*.yaml` / `*.yml`",
+                  "`runs/shape/` of the source tree (installed: `share/tunebench/shape`)", false, true,
+                  [](Settings& s, const string& v, const string& what) {
+                    s.shapes = non_empty(v, what, "a shape file or folder");
+                    s.shapes_from_env = !is_flag(what);
+                  }));
+  t.push_back(row("paths", "--tunebench_runs", "DIR", "TUNEBENCH_RUNS", "where run directories are made", "`runs`", true, true,
+                  [](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
+  t.push_back(row("paths", "", "", "TUNEBENCH_KERNEL_CACHE",
+                  "folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and NVRTC version; shared safely by several processes)",
+                  "`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`", true, true,
+                  [](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
+  t.push_back(row("tests", "", "", "TUNEBENCH_FAULT_INJECT", "a fault for tunebench's own tests", "none", false, false,
+                  [](Settings& s, const string& v, const string& what) { s.fault = parse_fault(v, what); }));
+  // Where the sweep's scratch folder goes: the first of these that is set wins.
+  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    SettingSpec r = row("system", "", "", var, "scratch folder of the sweep", "/tmp", true, false,
+                        [var](Settings& s, const string& v, const string&) {
+                          if (s.tmp_var.empty()) {
+                            s.tmp_var = var;
+                            s.tmp_dir = v;
+                          }
+                        });
+    r.manifest = false;
+    t.push_back(std::move(r));
+  }
+  t.push_back(row("internal", "--tunebench_shard", "I:FILE", "", "this process is shard I of a sweep, tuning the keys in FILE",
+                  "", false, false, [](Settings& s, const string& v, const string& what) {
+                    const auto colon = v.find(':');
+                    if (colon == string::npos) throw invalid_argument(what + ": expected INDEX:FILE");
+                    s.shard = static_cast<int>(parse_u64(v.substr(0, colon), what));
+                    s.shard_list = v.substr(colon + 1);
+                  }));
+  return t;
+}
+
+const char* raw_env(const char* name) { return std::getenv(name); }
+
+std::string escape_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SettingSpec> settings_table() {
+  auto t = own_rows();
+  for (const OpSwitch* sw : op_switches()) {
+    t.push_back({"op", "", "", sw->env().c_str(), sw->help().c_str(), sw->default_value() ? "`1`" : "`0`", false, true,
+                 true, [](Settings&, const string&, const string&) {}});
+    // Checked like the others: a bad value stops bench at start.
+    const OpSwitch* checked = sw;
+    t.back().parse = [checked](Settings&, const string&, const string&) { (void)checked->value(); };
+  }
+  return t;
+}
+
+const char* setting_env(const std::string& name) {
+  static std::once_flag once;
+  static std::set<std::string> known;
+  std::call_once(once, [] {
+    for (const auto& r : own_rows()) {
+      if (*r.env) known.insert(r.env);
+    }
+  });
+  const bool declared = known.count(name) ||
+                        std::any_of(op_switches().begin(), op_switches().end(),
+                                    [&](const OpSwitch* s) { return s->env() == name; });
+  if (!declared) throw std::logic_error("environment variable " + name + " is not in tunebench's settings table");
+  return raw_env(name.c_str());
+}
+
+Settings parse_settings(int* argc, char** argv, const std::filesystem::path& default_shapes) {
+  Settings out;
+  out.shapes = default_shapes;
+  const auto table = settings_table();
+  std::set<const SettingSpec*> given;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string_view arg = argv[i];
+    constexpr std::string_view prefix = "--tunebench_";
+    if (arg.substr(0, prefix.size()) != prefix) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const auto eq = arg.find('=');
+    const string name(arg.substr(0, eq));
+    if (eq == std::string_view::npos) throw invalid_argument(name + ": expected " + name + "=VALUE");
+    const auto spec = std::find_if(table.begin(), table.end(), [&](const SettingSpec& r) { return name == r.flag; });
+    if (spec == table.end()) {
+      string list;
+      for (const auto& r : table) {
+        if (*r.flag && r.documented) list += (list.empty() ? "" : ", ") + string(r.flag);
+      }
+      throw invalid_argument(name + ": unknown flag (tunebench flags: " + list + ")");
+    }
+    spec->parse(out, string(arg.substr(eq + 1)), name);
+    given.insert(&*spec);
+  }
+  // The environment fills in what no flag gave (and is only checked then).
+  for (const auto& r : table) {
+    if (!*r.env || given.count(&r)) continue;
+    const char* v = raw_env(r.env);
+    if (!v || (r.empty_is_unset && !*v)) continue;
+    if (r.parse) r.parse(out, v, r.env);
+  }
+  *argc = kept;
+  argv[kept] = nullptr;
+  return out;
+}
+
+std::map<std::string, std::string> manifest_environment() {
+  std::map<std::string, std::string> env;
+  for (const auto& r : settings_table()) {
+    if (!r.manifest || !*r.env) continue;
+    if (const char* v = raw_env(r.env)) env[r.env] = v;
+  }
+  return env;
+}
+
+std::vector<std::string> settings_markdown_rows() {
+  std::vector<std::string> rows;
+  for (const auto& r : settings_table()) {
+    if (!r.documented) continue;
+    const string flag = *r.flag ? "`" + escape_cell(string(r.flag) + (*r.flag_value ? "=" + string(r.flag_value) : "")) + "`" : "";
+    const string env = *r.env ? "`" + string(r.env) + "`" : "";
+    string line = "|";
+    for (const string& cell : {string(r.purpose), flag, env, string(r.help), string(r.default_text)}) {
+      line += cell.empty() ? " |" : " " + cell + " |";
+    }
+    rows.push_back(line);
+  }
+  return rows;
+}
+
+OpSwitch::OpSwitch(std::string env, std::string help, bool default_value)
+    : env_(std::move(env)), help_(std::move(help)), default_(default_value) {
+  const bool name_ok = !env_.empty() && std::isupper(static_cast<unsigned char>(env_[0])) &&
+                       std::all_of(env_.begin(), env_.end(), [](unsigned char c) {
+                         return std::isupper(c) || std::isdigit(c) || c == '_';
+                       });
+  if (!name_ok) throw invalid_argument("op switch '" + env_ + "': expected a variable name [A-Z][A-Z0-9_]*");
+  for (const OpSwitch* s : op_switches()) {
+    if (s->env() == env_) throw invalid_argument("op switch " + env_ + " is declared twice");
+  }
+  op_switches().push_back(this);
+}
+
+bool OpSwitch::value() const {
+  const char* v = raw_env(env_.c_str());
+  if (!v) return default_;
+  return parse_bool(v, env_);
+}
+
+}  // namespace tunebench

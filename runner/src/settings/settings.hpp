@@ -1,0 +1,100 @@
+#pragma once
+// Every flag and environment variable tunebench reads, declared once in one table (settings.cpp)
+// with its flag, variable, parser, default and help, and parsed once at start into Settings.
+// Nothing else in tunebench reads the environment: google/benchmark's BM_DEFINE_* / FromEnv
+// pairs are the model.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timing/timing_mode.hpp"
+#include "tunebench/op.hpp"
+
+namespace tunebench {
+
+/// TUNEBENCH_FAULT_INJECT, for tunebench's own tests: one fault per run.
+struct FaultInjection {
+  int abort_shard = -1;       ///< "abort-shard=I": shard I aborts after its first key
+  int disagree_shard = -1;    ///< "disagree-shard=I": shard I reports a config it did not sweep
+  std::string sticky_config;  ///< "sticky-config=C": config C fails like an illegal address
+  std::string hang_config;    ///< "hang-config=C": config C never returns
+  bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
+};
+
+/// Where a sweep runs when the parallel warmup is off (TUNEBENCH_ISOLATE_SWEEP).
+enum class IsolateSweep {
+  kAuto,    ///< a child process when a selected GPU key needs tuning, else in bench itself
+  kAlways,  ///< always a child process
+  kNever,   ///< always in bench itself
+};
+
+/// The parsed values of the settings table.
+struct Settings {
+  std::filesystem::path shapes;     ///< shape file or folder (TUNEBENCH_SHAPES / --tunebench_shapes)
+  bool shapes_from_env = false;     ///< shapes came from TUNEBENCH_SHAPES (its errors name it)
+  std::uint64_t seed = 0;           ///< input seed
+  std::filesystem::path cache;      ///< config cache file; empty: cache::default_cache_path()
+  SpaceKind space = SpaceKind::kDefault;  ///< USE_FLAGTUNE
+  TimingMode timing = TimingMode::kKernel;
+  bool cold_l2 = false;
+  int warmup_gpus = 1;              ///< PARALLEL_WARMUP_GPUS (1: off)
+  IsolateSweep isolate_sweep = IsolateSweep::kAuto;
+  double hang_timeout_s = 300;      ///< TUNEBENCH_HANG_TIMEOUT, seconds
+  std::filesystem::path runs = "runs";  ///< where run directories are made
+  std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)
+  std::filesystem::path kernel_cache;   ///< TUNEBENCH_KERNEL_CACHE ("" the default folder)
+  /// CUDA_VISIBLE_DEVICES as set; nothing when unset.
+  std::optional<std::string> visible_devices;
+  /// The first of TMPDIR, TMP, TEMP, TEMPDIR that is set and not empty, as "NAME", and its value;
+  /// both empty for /tmp. Checked where scratch files are made (the sweep), not here.
+  std::string tmp_var, tmp_dir;
+  FaultInjection fault;
+  /// Internal: --tunebench_shard=I:FILE makes this process shard I of a sweep.
+  int shard = -1;
+  std::string shard_list;
+};
+
+/// One row of the settings table.
+struct SettingSpec {
+  const char* purpose;     ///< README group: tuning, replay, timing, devices, paths, tests, internal
+  const char* flag;        ///< "--tunebench_seed", or "" when there is only a variable
+  const char* flag_value;  ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
+  const char* env;         ///< "TUNEBENCH_SEED", or "" when there is only a flag
+  const char* help;        ///< one line (Markdown), as the README's table shows it
+  const char* default_text;  ///< the default, as the README's table shows it
+  bool empty_is_unset;     ///< an empty variable counts as unset (else its parser sees "")
+  bool documented;         ///< a row of the README's table (internal and test switches are not)
+  bool manifest;           ///< the run's manifest.json records the variable when set
+  /// Parses `value` into `out`; `source` names the flag or variable for errors. Throws
+  /// std::invalid_argument "SOURCE='VALUE': expected ..." (one line). May be empty for
+  /// variables that are only recorded.
+  std::function<void(Settings& out, const std::string& value, const std::string& source)> parse;
+};
+
+/// The table: tunebench's own rows, then every switch ops declared (OpSwitch), in that order.
+std::vector<SettingSpec> settings_table();
+
+/// Removes the --tunebench_* flags from argv (argc adjusted) and parses them and every variable
+/// of the table: a flag wins over its variable, which is then not read. `default_shapes` is the
+/// shape path when neither is given. Throws std::invalid_argument with one line naming the flag
+/// or variable and what was expected, for an unknown --tunebench_ flag (the message lists the
+/// known ones) or a bad value.
+Settings parse_settings(int* argc, char** argv, const std::filesystem::path& default_shapes);
+
+/// The variables of manifest rows that are set, name -> value as given.
+std::map<std::string, std::string> manifest_environment();
+
+/// The README's "Flags and environment" table rows, one Markdown line each, generated from
+/// the table's documented rows (the README is checked against it by a test).
+std::vector<std::string> settings_markdown_rows();
+
+/// The value of a table variable (nullptr when unset). Throws std::logic_error for a name that
+/// is not in the table, so no variable is read that the table does not declare.
+const char* setting_env(const std::string& name);
+
+}  // namespace tunebench

@@ -1,0 +1,469 @@
+// ChildProcessExecutor: the sweep in child processes of this binary, one per device token.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "sweep/executor.hpp"
+#include "sweep/shard_plan.hpp"
+#include "sweep/worker_record.hpp"
+#include "tune/config_choice.hpp"
+
+namespace tunebench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Child {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string partial;  // stderr bytes after the last newline
+  int tuned = 0, planned = 0;
+  bool exited = false;
+  int status = 0;
+  double tuning_s = 0;  // the sum of the key times the worker recorded
+  double wall_s = 0;    // from the spawn to the exit
+  std::unique_ptr<RecordReader> records;
+  WorkerRecord last_activity;  // what the worker last said it was doing
+  Clock::time_point active_at;  // last sign of progress
+  bool hung = false;
+};
+
+// One family per cache key, with the configs its sweep runs and its estimated cost.
+struct SweepKeys {
+  std::vector<const Family*> keys;
+  std::vector<std::vector<Config>> fitting;
+  std::vector<double> costs;
+};
+
+SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext& context) {
+  SweepKeys out;
+  std::set<cache::Key> seen;
+  for (const Family* f : untuned) {
+    if (!seen.insert(cache_key(*f->op, f->shape, context)).second) continue;
+    out.keys.push_back(f);
+    auto& fits = out.fitting.emplace_back();
+    for (const auto& c : f->op->config_space(context.tune.space)) {
+      if (f->op->can_implement(c, f->shape, context.device)) fits.push_back(c);
+    }
+    // Effective rates, not peaks: what the ops reach in a sweep (GPU), or a host core (CPU op).
+    const bool gpu = f->op->needs_gpu();
+    out.costs.push_back(sweep_cost_s(f->op->flops(f->shape), f->op->bytes(f->shape), static_cast<int>(fits.size()),
+                                     context.tune, gpu ? 200e12 : 2e10, gpu ? 2e12 : 1e10));
+  }
+  return out;
+}
+
+// Every config the shards will sweep, compiled here once on all cores before they start: N
+// shards compiling the same configs would each spend the whole compile time on 1/N of them.
+std::size_t precompile_for(const SweepKeys& k, const RunContext& context) {
+  std::vector<std::pair<const Op*, std::vector<Config>>> work;
+  for (std::size_t i = 0; i < k.keys.size(); ++i) {
+    const Op* op = k.keys[i]->op.get();
+    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == op; });
+    if (it == work.end()) it = work.insert(work.end(), {op, {}});
+    for (const auto& c : k.fitting[i]) {
+      if (std::find(it->second.begin(), it->second.end(), c) == it->second.end()) it->second.push_back(c);
+    }
+  }
+  std::size_t total = 0;
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [op, configs] : work) {
+    try {
+      op->precompile(configs, context.device, threads);
+    } catch (const std::exception&) {
+      // A config that does not compile is reported by the sweep that runs it.
+    }
+    total += configs.size();
+  }
+  return total;
+}
+
+// The scratch folder under TMPDIR (else /tmp), removed when this goes. Chosen here, not by
+// fs::temp_directory_path: it takes a variable that is set but empty as the folder "".
+class Scratch {
+ public:
+  explicit Scratch(const Settings& s) {
+    const std::string name = s.tmp_var.empty() ? "/tmp" : s.tmp_var + "='" + s.tmp_dir + "'";
+    const fs::path tmp = s.tmp_var.empty() ? fs::path("/tmp") : fs::path(s.tmp_dir);
+    std::error_code ec;
+    const auto status = fs::status(tmp, ec);
+    if (ec || !fs::is_directory(status)) {
+      const std::string why = ec ? ec.message() : fs::exists(status) ? "not a folder" : "no such folder";
+      throw std::invalid_argument(name + ": " + why + ", expected an existing folder for the sweep's scratch files");
+    }
+    std::string dir = (tmp / "tunebench-warmup-XXXXXX").string();
+    if (!mkdtemp(dir.data())) {
+      throw std::invalid_argument(name + ": cannot create " + dir + " (" + std::strerror(errno) +
+                                  "), expected a writable folder for the sweep's scratch files");
+    }
+    dir_ = dir;
+  }
+  ~Scratch() { remove(); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  const fs::path& dir() const { return dir_; }
+  // Now, not at unwinding: a re-raised signal ends the process without it.
+  void remove() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// SIGINT and SIGTERM caught while children run; a signal ignored on entry (a background job of a
+// non-interactive shell, nohup) stays ignored: whoever started bench chose that it must not stop
+// it. Restored however the sweep ends, so Ctrl-C is never left caught by a handler nobody reads.
+class CatchSignals {
+ public:
+  CatchSignals() {
+    struct sigaction act {};
+    act.sa_handler = on_signal;
+    sigemptyset(&act.sa_mask);
+    g_signal = 0;
+    sigaction(SIGINT, nullptr, &old_int_);
+    sigaction(SIGTERM, nullptr, &old_term_);
+    if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &act, nullptr);
+    if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &act, nullptr);
+  }
+  ~CatchSignals() { restore(); }
+  CatchSignals(const CatchSignals&) = delete;
+  CatchSignals& operator=(const CatchSignals&) = delete;
+  void restore() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
+            const std::string& store, int err_write) {
+  std::vector<std::string> argv_store{exe};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Child: die with the parent, never write to its stdout, report on the pipe.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int devnull = open("/dev/null", O_WRONLY);
+  dup2(devnull, STDOUT_FILENO);
+  dup2(err_write, STDERR_FILENO);
+  setenv("CUDA_VISIBLE_DEVICES", token.c_str(), 1);
+  setenv("TUNEBENCH_CACHE", store.c_str(), 1);
+  execv(exe.c_str(), argv.data());
+  std::fprintf(stderr, "cannot start %s: %s\n", exe.c_str(), std::strerror(errno));
+  _exit(127);
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status));
+  return "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+fs::path shard_file(const fs::path& dir, std::size_t i, const char* ext) {
+  return dir / ("shard-" + std::to_string(i) + ext);
+}
+
+// Starts child i: its key list, its own cache (seeded with what is known of its keys, failures
+// above all, so a config that left a sticky error in an earlier round is not tried again).
+void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine, const fs::path& dir,
+                 const std::string& device, const ChildLaunch& launch, const RunContext& context) {
+  const fs::path list = shard_file(dir, i, ".txt");
+  {
+    std::ofstream out(list);
+    for (const Family* f : mine) out << f->name << "\n";
+  }
+  std::vector<std::string> args;
+  for (const auto& a : launch.args) {
+    if (a.rfind("--tunebench_cache=", 0) != 0) args.push_back(a);  // the shard has its own
+  }
+  const std::string store = shard_file(dir, i, ".sqlite").string();
+  args.push_back("--tunebench_cache=" + store);
+  if (context.cache) {
+    std::vector<cache::ConfigCache::Entry> known;
+    for (const Family* f : mine) {
+      const auto key = cache_key(*f->op, f->shape, context);
+      auto ms = context.cache->measurements(key);
+      if (!ms.empty()) known.push_back({key, std::move(ms), std::nullopt});
+    }
+    if (!known.empty()) cache::ConfigCache(store).store(known);
+  }
+  args.push_back("--tunebench_shard=" + std::to_string(i) + ":" + list.string());
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("sweep: pipe failed");
+  c.records = std::make_unique<RecordReader>(list.string() + ".records");
+  c.active_at = Clock::now();
+  c.planned = static_cast<int>(mine.size());
+  c.pid = spawn(launch.exe, args, device, store, fds[1]);
+  close(fds[1]);
+  c.err_fd = fds[0];
+}
+
+void forward_stderr(Child& c, std::size_t shard, const char* data, std::size_t n) {
+  c.partial.append(data, n);
+  std::size_t nl;
+  while ((nl = c.partial.find('\n')) != std::string::npos) {
+    std::cerr << "[shard " << shard << "] " << c.partial.substr(0, nl) << "\n";
+    c.partial.erase(0, nl + 1);
+    c.active_at = Clock::now();
+  }
+}
+
+void read_stderr(std::vector<Child>& children, bool tty) {
+  std::vector<pollfd> fds;
+  std::vector<std::size_t> owner;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (children[i].err_fd >= 0) {
+      fds.push_back({children[i].err_fd, POLLIN, 0});
+      owner.push_back(i);
+    }
+  }
+  if (!fds.empty()) poll(fds.data(), fds.size(), 100);
+  for (std::size_t j = 0; j < fds.size(); ++j) {
+    if (!(fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Child& c = children[owner[j]];
+    char buf[4096];
+    const ssize_t got = read(c.err_fd, buf, sizeof buf);
+    if (got > 0) {
+      if (tty) std::cerr << "\r\033[K";
+      forward_stderr(c, owner[j], buf, static_cast<std::size_t>(got));
+    } else if (got == 0 || (got < 0 && errno != EINTR)) {
+      close(c.err_fd);
+      c.err_fd = -1;
+    }
+  }
+}
+
+// The workers' records: progress for the watchdog, finished keys for the figures.
+void read_records(Child& c) {
+  for (auto& r : c.records->poll()) {
+    c.active_at = Clock::now();
+    if (r.kind == WorkerRecord::Kind::kTuned) {
+      ++c.tuned;
+      c.tuning_s += r.seconds;
+    } else if (r.kind != WorkerRecord::Kind::kStarted) {
+      c.last_activity = std::move(r);
+    }
+  }
+}
+
+// A worker without a record for `hang_s` is killed (reported after the loop). Compiling runs no
+// kernel: the watchdog judges kernels, so its clock waits while a worker compiles.
+void watch(Child& c, double hang_s) {
+  if (c.exited || c.hung) return;
+  read_records(c);
+  if (c.last_activity.kind == WorkerRecord::Kind::kCompiling) {
+    c.active_at = Clock::now();
+  } else if (since(c.active_at) > hang_s) {
+    c.hung = true;
+    kill(c.pid, SIGKILL);
+  }
+}
+
+void show_progress(const std::vector<Child>& children, int keys, Clock::time_point started) {
+  const double elapsed = since(started);
+  int done = 0, total = 0;
+  std::string per;
+  for (const auto& c : children) {
+    done += c.tuned;
+    total += c.planned;
+    per += " " + std::to_string(c.tuned) + "/" + std::to_string(c.planned);
+  }
+  const double eta = done > 0 ? elapsed * (total - done) / done : 0;
+  // Sweeps, not keys: a doubled key is swept on two shards, so there are more sweeps than keys.
+  std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
+               keys, per.c_str(), elapsed, eta);
+}
+
+// Until every child has exited and closed its stderr; on a signal, ends them (SIGKILL after 2 s).
+void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::time_point started) {
+  const bool tty = isatty(STDERR_FILENO);
+  bool terminating = false;
+  auto terminate_at = Clock::now();
+  for (;;) {
+    read_stderr(children, tty);
+    bool all_done = true;
+    for (auto& c : children) {
+      if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.exited = true;
+        c.wall_s = since(started);
+        read_records(c);
+      }
+      all_done &= c.exited && c.err_fd < 0;
+    }
+    if (all_done) break;
+    for (auto& c : children) watch(c, hang_s);
+    if (g_signal && !terminating) {
+      terminating = true;
+      terminate_at = Clock::now();
+      for (auto& c : children) {
+        if (!c.exited) kill(c.pid, SIGTERM);
+      }
+    }
+    if (terminating && Clock::now() - terminate_at > std::chrono::seconds(2)) {
+      for (auto& c : children) {
+        if (!c.exited) kill(c.pid, SIGKILL);
+      }
+    }
+    if (tty && !terminating) show_progress(children, keys, started);
+  }
+  if (tty) std::cerr << "\r\033[K";
+}
+
+// A hung worker's config is a result: stored as timeout, so no later round tries it again.
+void record_hang(const Child& c, std::size_t i, const std::string& device, double hang_s, const SweepKeys& k,
+                 RunContext& context) {
+  const WorkerRecord& a = c.last_activity;
+  const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling" : "preparing";
+  std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << device << ") hung on "
+            << (a.key.empty() ? std::string("its start-up")
+                              : a.key + " [" + (a.kind == WorkerRecord::Kind::kTiming ? a.config : step) + "]")
+            << " for "
+            << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
+            << c.planned << " keys\n";
+  const auto f = std::find_if(k.keys.begin(), k.keys.end(), [&](const Family* key) { return key->name == a.key; });
+  if (f == k.keys.end() || !context.cache || a.kind != WorkerRecord::Kind::kTiming) return;
+  cache::Measurement m;
+  m.config = a.config;
+  m.status = cache::Status::kTimeout;
+  m.error = "no progress for " + std::to_string(static_cast<long long>(hang_s)) +
+            " s (hung); killed by the sweep's watchdog";
+  m.device_uuid = "";
+  context.cache->store(cache_key(*(*f)->op, (*f)->shape, context), {m}, std::nullopt);
+}
+
+void account(const std::vector<Child>& children, const std::vector<std::string>& devices, double hang_s,
+             const SweepKeys& k, RunContext& context, SweepReport& report) {
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const Child& c = children[i];
+    report.tuned += c.tuned;
+    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s});
+    if (g_signal) continue;  // stopped on purpose
+    if (c.hung) {
+      ++report.crashed_shards;
+      record_hang(c, i, devices[i], hang_s, k, context);
+    } else if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
+      ++report.crashed_shards;
+      std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") "
+                << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
+                << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
+    }
+  }
+}
+
+// Every shard's finished keys merged in one transaction; the best config of each key per shard.
+std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, RunContext& context) {
+  std::vector<cache::ConfigCache::Entry> merged;
+  std::map<cache::Key, std::vector<std::string>> winners;
+  for (std::size_t i = 0; i < shards; ++i) {
+    const fs::path store = shard_file(dir, i, ".sqlite");
+    std::error_code ec;
+    if (!fs::exists(store, ec)) continue;
+    cache::ConfigCache shard(store);
+    for (auto& e : shard.entries()) {
+      if (e.best) winners[e.key].push_back(e.best->config);
+      merged.push_back(std::move(e));
+    }
+  }
+  if (context.cache && !merged.empty()) context.cache->store(merged);
+  return winners;
+}
+
+// Keys tuned on two shards whose winners differ: both re-timed here, the faster kept.
+void settle_disagreements(const ShardPlan& plan, const SweepKeys& k,
+                          const std::map<cache::Key, std::vector<std::string>>& winners, RunContext& context,
+                          SweepReport& report) {
+  for (auto i : plan.doubled) {
+    const Family& f = *k.keys[i];
+    const auto it = winners.find(cache_key(*f.op, f.shape, context));
+    if (it == winners.end() || it->second.size() < 2 || it->second[0] == it->second[1]) continue;
+    report.disagreeing.push_back(f.name);
+    if (g_signal) continue;
+    TuneOptions retime = context.tune;
+    retime.only = {Config::parse(it->second[0]), Config::parse(it->second[1])};
+    try {
+      ensure_tuned(f, context, &retime);
+    } catch (const std::exception& e) {
+      std::cerr << "bench: WARNING: re-timing the contenders of " << f.name << ": " << e.what() << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+ChildProcessExecutor::ChildProcessExecutor(int shards, std::vector<std::string> tokens, bool isolated,
+                                           ChildLaunch launch, const Settings& settings)
+    : shards_(shards),
+      devices_(shard_devices(tokens, shards,
+                             settings.visible_devices ? settings.visible_devices->c_str() : nullptr)),
+      isolated_(isolated),
+      launch_(std::move(launch)),
+      settings_(settings) {}
+
+SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untuned, RunContext& context,
+                                        bool first_round) {
+  SweepReport report;
+  report.shards = shards_;
+  const SweepKeys k = sweep_keys(untuned, context);
+  report.keys = static_cast<int>(k.keys.size());
+  if (k.keys.empty()) return report;
+  const ShardPlan plan = plan_shards(k.costs, shards_, isolated_ || !first_round ? 0.0 : 0.1);
+  Scratch scratch(settings_);
+  const auto started = Clock::now();
+  if (std::any_of(k.keys.begin(), k.keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
+    const std::size_t configs = precompile_for(k, context);
+    char line[160];
+    std::snprintf(line, sizeof line, "bench: compiled %zu configs for the sweep in %.1f s, before the child processes\n",
+                  configs, since(started));
+    std::cerr << line;
+  }
+  CatchSignals signals;
+  std::vector<Child> children(static_cast<std::size_t>(shards_));
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    std::vector<const Family*> mine;
+    for (auto key : plan.shards[i]) mine.push_back(k.keys[key]);
+    start_child(children[i], i, mine, scratch.dir(), devices_[i], launch_, context);
+  }
+  supervise(children, settings_.hang_timeout_s, report.keys, started);
+  account(children, devices_, settings_.hang_timeout_s, k, context, report);
+  settle_disagreements(plan, k, merge(scratch.dir(), children.size(), context), context, report);
+  scratch.remove();
+  report.seconds = since(started);
+  signals.restore();
+  if (g_signal) {
+    std::cerr << "bench: interrupted during the autotune sweep; " << report.tuned << " finished keys kept\n";
+    raise(g_signal);
+  }
+  return report;
+}
+
+}  // namespace tunebench

@@ -1,0 +1,100 @@
+#pragma once
+// Sweep executors: where the keys of a sweep are tuned. The sweep stage (sweep_stage.hpp) picks
+// one and runs its rounds; a new way to run shards (MPI ranks on other hosts, say) is a new
+// executor in this folder.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan/run_context.hpp"
+#include "settings/settings.hpp"
+
+namespace tunebench {
+
+/// What one round of a sweep did.
+struct SweepReport {
+  int keys = 0;             ///< keys to tune (deduplicated by cache key)
+  int shards = 0;
+  int tuned = 0;            ///< keys the workers finished
+  int crashed_shards = 0;   ///< workers that died, hung or failed; their keys get another round
+  std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
+  double seconds = 0;       ///< wall time of the round
+  /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
+  /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
+  struct Shard {
+    int keys = 0;
+    double tuning_s = 0;
+    double wall_s = 0;
+  };
+  std::vector<Shard> per_shard;
+};
+
+/// Where keys are swept.
+class SweepExecutor {
+ public:
+  virtual ~SweepExecutor() = default;
+  /// For messages and the JSON context: "isolated sweep", "parallel warmup".
+  virtual std::string name() const = 0;
+  /// Whether sweep() tunes up front. The in-process executor does not: each key is tuned right
+  /// before its own benchmark's timing loop, on the workload that loop then times.
+  virtual bool sweeps_up_front() const = 0;
+  /// Tunes `untuned` (families; keys shared by several are tuned once) into context.cache.
+  /// `first_round`: the first of the sweep stage's rounds (later rounds retry what crashed
+  /// workers left). Throws std::invalid_argument for settings it cannot work with.
+  virtual SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) = 0;
+};
+
+/// Tunes in bench itself, lazily (see sweeps_up_front).
+class InProcessExecutor final : public SweepExecutor {
+ public:
+  std::string name() const override { return "in-process sweep"; }
+  bool sweeps_up_front() const override { return false; }
+  SweepReport sweep(const std::vector<const Family*>&, RunContext&, bool) override { return {}; }
+};
+
+/// How child processes of this binary are started.
+struct ChildLaunch {
+  std::string exe;                ///< this binary
+  std::vector<std::string> args;  ///< the caller's arguments, as given (argv[1..])
+};
+
+/// Tunes in child processes of this binary on this host, one per device token: shard i runs
+/// under CUDA_VISIBLE_DEVICES=tokens[i] with its own cache file, and its results are merged into
+/// context.cache in one transaction. With more than one shard, a share of the keys (10% in the
+/// first round) is tuned on two shards, and keys whose winners differ are re-timed on this
+/// process's GPU (the faster kept). Progress shows on stderr; children's stderr lines are
+/// forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
+/// without a record for settings.hang_timeout_s (the clock waits while it compiles) is killed,
+/// and the config it was on stored as status timeout. On SIGINT or SIGTERM the children are
+/// ended (killed after 2 s) and reaped, finished keys merged, and the signal re-raised; a
+/// signal ignored when the sweep starts stays ignored. Its scratch folder (tunebench-warmup-*
+/// under TMPDIR, else /tmp) is removed however it ends.
+class ChildProcessExecutor final : public SweepExecutor {
+ public:
+  /// `shards` children on the first `shards` of `tokens` (device_tokens); `isolated` names it
+  /// "isolated sweep" (one child on the measurement GPU) instead of "parallel warmup". Throws
+  /// std::invalid_argument when shard_devices refuses the tokens.
+  ChildProcessExecutor(int shards, std::vector<std::string> tokens, bool isolated, ChildLaunch launch,
+                       const Settings& settings);
+  std::string name() const override { return isolated_ ? "isolated sweep" : "parallel warmup"; }
+  bool sweeps_up_front() const override { return true; }
+  /// Throws std::invalid_argument when TMPDIR is not a writable folder.
+  SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
+
+ private:
+  int shards_;
+  std::vector<std::string> devices_;
+  bool isolated_;
+  ChildLaunch launch_;
+  const Settings& settings_;
+};
+
+/// The worker side of ChildProcessExecutor: tunes the families named (one per line) in
+/// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. Returns the
+/// exit status: 0, 2 for an unreadable list or unknown family, 3 when a config left a sticky
+/// CUDA error (it is stored as launch_failed; the parent runs another round, in fresh processes
+/// that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
+int run_shard(const std::vector<Family>& families, const RunContext& context, const Settings& settings);
+
+}  // namespace tunebench

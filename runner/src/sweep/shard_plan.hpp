@@ -1,0 +1,42 @@
+#pragma once
+// Planning a sharded sweep: which devices the shards get and which keys each shard tunes.
+
+#include <string>
+#include <vector>
+
+#include "tune/autotuner.hpp"
+
+namespace tunebench {
+
+/// The caller's CUDA_VISIBLE_DEVICES entries, as opaque tokens (integers, GPU-UUIDs, MIG ids
+/// are passed on as written; nothing is parsed as a number). Unset: "0" .. "device_count-1".
+/// An empty entry throws std::invalid_argument.
+std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
+
+/// The devices of shards 0 .. n-1: the first n of `tokens` (device_tokens). Entries past the
+/// n-th are not used, so they are not looked at. Throws std::invalid_argument, one line, when
+/// fewer than n are given or two of the first n are the same entry (two shards would share one
+/// GPU). `visible` is CUDA_VISIBLE_DEVICES as set (null: unset), for the message only.
+std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible);
+
+/// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard
+/// (longest-processing-time scheduling); then a `trust_share` of the keys (rounded, at least one
+/// when n >= 2 and trust_share > 0, at most half of them), spread over the cheaper half by cost,
+/// is dealt again to a second, different shard, so that disagreement between shards can be
+/// counted without costing a tenth more sweep.
+struct ShardPlan {
+  std::vector<std::vector<std::size_t>> shards;  ///< key indices per shard
+  std::vector<std::size_t> doubled;              ///< keys tuned on two shards
+};
+ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share = 0.1);
+
+/// Estimated seconds to sweep `shape` over `configs` configs with `options`, for planning: each
+/// config gets options.warmup untimed runs and as many timed runs as fit budget_per_config
+/// (between min_ and max_repetitions), a run lasting its roofline time at `peak_flops` FLOP/s
+/// and `peak_bytes_per_s` B/s (Op::flops, Op::bytes) plus `per_run_s` of host overhead, and each
+/// config costs `per_config_s` more (compile load, launch set-up). Not a prediction of the wall
+/// time, a weight that keeps cheap keys from counting as free.
+double sweep_cost_s(double flops, double bytes, int configs, const TuneOptions& options, double peak_flops,
+                    double peak_bytes_per_s, double per_run_s = 100e-6, double per_config_s = 5e-3);
+
+}  // namespace tunebench

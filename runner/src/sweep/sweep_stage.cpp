@@ -1,0 +1,111 @@
+#include "sweep/sweep_stage.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <stdexcept>
+
+#include "plan/family.hpp"
+#include "sweep/shard_plan.hpp"
+#include "tune/config_choice.hpp"
+
+namespace tunebench {
+namespace {
+
+// The children's results reach the run only through the cache: refuse before any sweep starts
+// rather than lose the sweep at the merge.
+void refuse_read_only(const std::vector<const Family*>& untuned, const RunContext& context, const std::string& what) {
+  if (!context.cache || !context.cache->read_only() || untuned.empty()) return;
+  std::set<cache::Key> keys;
+  for (const Family* f : untuned) keys.insert(cache_key(*f->op, f->shape, context));
+  throw std::invalid_argument("config cache " + context.cache->path().string() + " is read-only, and " +
+                              std::to_string(keys.size()) + " keys need tuning that the " + what +
+                              " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
+}
+
+void print_report(const SweepExecutor& executor, const SweepReport& w, bool isolated) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
+  if (isolated) {
+    std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in " << seconds << " s, " << w.tuned
+              << " tuned, " << w.crashed_shards << " child processes failed\n";
+    return;
+  }
+  std::cerr << "bench: " << executor.name() << ": " << w.keys << " keys on " << w.shards << " shards in " << seconds
+            << " s, " << w.tuned << " tuned, " << w.crashed_shards << " shards failed, " << w.disagreeing.size()
+            << " disagreements\n";
+  for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %d keys, %.1f s tuning in %.1f s\n", i,
+                  w.per_shard[i].keys, w.per_shard[i].tuning_s, w.per_shard[i].wall_s);
+    std::cerr << line;
+  }
+  if (!w.disagreeing.empty()) {
+    std::string list;
+    for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
+    std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
+              << "(re-timed on the measurement GPU): " << list << "\n";
+  }
+}
+
+}  // namespace
+
+std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
+                                            const RunContext& context) {
+  std::vector<const Family*> untuned;
+  for (const auto& f : families) {
+    if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !context.gpu_available)) continue;
+    // A replayed benchmark runs its recorded config without tuning: sweeping its key would
+    // cost the whole sweep for a result nobody reads.
+    if (context.replay.count(f.name)) continue;
+    if (!cached_config(f, context)) untuned.push_back(&f);
+  }
+  return untuned;
+}
+
+std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const std::vector<const Family*>& untuned,
+                                               const GpuProbe& gpu, ChildLaunch launch) {
+  const char* visible = settings.visible_devices ? settings.visible_devices->c_str() : nullptr;
+  if (settings.warmup_gpus >= 2) {
+    return std::make_unique<ChildProcessExecutor>(settings.warmup_gpus, device_tokens(visible, gpu.count), false,
+                                                  std::move(launch), settings);
+  }
+  bool isolate = false;
+  if (settings.isolate_sweep != IsolateSweep::kNever) {
+    for (const Family* f : untuned) isolate |= f->op->needs_gpu() || settings.isolate_sweep == IsolateSweep::kAlways;
+  }
+  if (!isolate) return std::make_unique<InProcessExecutor>();
+  auto tokens = device_tokens(visible, gpu.count);
+  if (tokens.size() > 1) tokens.resize(1);
+  if (tokens.empty()) tokens.push_back("0");  // no device: host ops only
+  return std::make_unique<ChildProcessExecutor>(1, std::move(tokens), true, std::move(launch), settings);
+}
+
+SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<Family>& families,
+                            const BenchmarkFilter& filter, RunContext& context, const Settings& settings) {
+  if (!executor.sweeps_up_front()) return {};
+  auto untuned = untuned_families(families, filter, context);
+  refuse_read_only(untuned, context, executor.name());
+  const auto to_sweep = untuned;
+  SweepReport w = executor.sweep(untuned, context, true);
+  // Keys a crashed worker left get further rounds in fresh processes, as long as each round
+  // finishes some (a crash after a sticky error stored it: that is progress too).
+  bool progress = w.tuned > 0 || w.crashed_shards > 0;
+  for (int round = 1; round < 8 && progress; ++round) {
+    const auto left = untuned_families(families, filter, context);
+    if (left.empty()) break;
+    std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for " << left.size() << " keys left\n";
+    const SweepReport more = executor.sweep(left, context, false);
+    w.tuned += more.tuned;
+    w.crashed_shards += more.crashed_shards;
+    w.seconds += more.seconds;
+    progress = left.size() > untuned_families(families, filter, context).size() || more.crashed_shards > 0;
+  }
+  for (const Family* f : to_sweep) {
+    if (cached_config(*f, context)) context.swept.insert(f->name);
+  }
+  print_report(executor, w, settings.warmup_gpus < 2);
+  return w;
+}
+
+}  // namespace tunebench

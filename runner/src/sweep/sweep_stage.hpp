@@ -1,0 +1,35 @@
+#pragma once
+// The sweep stage: the autotune sweep of every selected key the cache cannot answer, before
+// Google Benchmark's serial timing loop, through a SweepExecutor, in rounds.
+
+#include <memory>
+#include <vector>
+
+#include "plan/filter.hpp"
+#include "sweep/executor.hpp"
+#include "tunebench/device.hpp"
+
+namespace tunebench {
+
+/// Selected families whose key needs tuning now: GPU families only where a GPU is, replayed
+/// families never (they run their recorded config). Throws cache::SqliteError.
+std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
+                                            const RunContext& context);
+
+/// The executor this run sweeps with: N local child processes under PARALLEL_WARMUP_GPUS=N; else
+/// one child process on the measurement GPU when TUNEBENCH_ISOLATE_SWEEP says so (auto: when a
+/// GPU key needs tuning, so a config that leaves a sticky CUDA error costs a child, not this
+/// process's GPU); else the in-process executor. Throws std::invalid_argument when the devices
+/// cannot host the shards.
+std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const std::vector<const Family*>& untuned,
+                                               const GpuProbe& gpu, ChildLaunch launch);
+
+/// Runs `executor` over `untuned`, then further rounds in fresh workers for the keys that
+/// crashed workers left (a sticky CUDA error ends a worker), as long as each round finishes
+/// some (at most 8 rounds); marks the families it tuned in context.swept; prints the summary on
+/// stderr. Throws std::invalid_argument before any round when the cache is read-only and keys
+/// need tuning (the results could not be stored).
+SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<Family>& families,
+                            const BenchmarkFilter& filter, RunContext& context, const Settings& settings);
+
+}  // namespace tunebench

@@ -1,0 +1,66 @@
+#pragma once
+// What a sweep worker (a child process tuning keys) tells its parent: structured records, one
+// JSON object per line of an append-only file, never human text on stderr. The parent's watchdog
+// and its per-shard figures read them.
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tunebench {
+
+/// One record. JSON: {"record": "started"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
+/// "config": ..., "seconds": ..., "device": ...}; fields a kind does not use are left out.
+struct WorkerRecord {
+  enum class Kind {
+    kStarted,    ///< the worker is up; `device` is its GPU (token, and UUID when known)
+    kPreparing,  ///< key `key`: preparing its workload
+    kCompiling,  ///< key `key`: compiling its configs (no kernel runs; the watchdog waits)
+    kTiming,     ///< key `key`: timing config `config`
+    kTuned,      ///< key `key` is stored in the worker's cache after `seconds` of tuning
+  };
+  Kind kind = Kind::kPreparing;
+  std::string key;     ///< family name of the key
+  std::string config;  ///< kTiming: Config::str() of the config being timed
+  double seconds = 0;  ///< kTuned: wall seconds the key took
+  std::string device;  ///< kStarted
+};
+
+/// `record` as one line of JSON (no newline).
+std::string to_json_line(const WorkerRecord& record);
+
+/// The record of one line, or nothing when the line is not a record (torn, foreign).
+std::optional<WorkerRecord> parse_record_line(const std::string& line);
+
+/// Appends records to a worker's records file, one whole line per write() and flushed, so a
+/// worker killed at any point leaves only whole records (a torn last line is skipped by the
+/// reader).
+class RecordWriter {
+ public:
+  /// Opens (creates) `file` for appending; throws std::runtime_error naming it on failure.
+  explicit RecordWriter(const std::filesystem::path& file);
+  ~RecordWriter();
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+  void write(const WorkerRecord& record);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+/// Reads the records a worker appended since the last call.
+class RecordReader {
+ public:
+  explicit RecordReader(std::filesystem::path file) : file_(std::move(file)) {}
+  /// The records of lines completed since the last call (none while the file does not exist).
+  std::vector<WorkerRecord> poll();
+
+ private:
+  std::filesystem::path file_;
+  long offset_ = 0;
+  std::string partial_;
+};
+
+}  // namespace tunebench

@@ -1,0 +1,38 @@
+#pragma once
+// The ways a GPU op's runs are timed, as a type with one table of names.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tunebench {
+
+/// How GPU ops are timed (host ops always on the host's steady clock). docs/timing.md.
+enum class TimingMode {
+  kKernel,     ///< eager launches, each run the sum of its kernels' CUPTI durations
+  kCudaGraph,  ///< each run captured once into CUDA graphs and replayed; CUPTI durations by graph
+  kEvent,      ///< CUDA events around the eager launches, launch gaps included (no CUPTI)
+};
+
+/// Every mode with its name, in the order help texts list them: the one table the flag parser,
+/// the cache key, the JSON context and the benchmark label read.
+struct TimingModeName {
+  TimingMode mode;
+  const char* name;  ///< "kernel", "cudagraph", "event"
+};
+const std::vector<TimingModeName>& timing_mode_names();
+
+/// The name of `mode` in timing_mode_names().
+const char* to_string(TimingMode mode);
+
+/// The mode called `name`, or nothing for a name not in the table.
+std::optional<TimingMode> parse_timing_mode(std::string_view name);
+
+/// The accepted names joined for messages: "kernel, cudagraph or event".
+std::string timing_mode_choices();
+
+/// Whether `mode` reads kernel durations from CUPTI (kernel, cudagraph).
+bool uses_cupti(TimingMode mode);
+
+}  // namespace tunebench

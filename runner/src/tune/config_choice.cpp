@@ -1,0 +1,195 @@
+// Which config a benchmark runs: replayed, cached, or tuned now (and stored).
+
+#include "tune/config_choice.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+namespace tunebench {
+
+cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context) {
+  if (!op.needs_gpu()) {
+    return {op.name(), op.kernel_version(), op.tuning_key(shape), context.host_name, "", "host", "host"};
+  }
+  return {op.name(),
+          op.kernel_version(),
+          op.tuning_key(shape),
+          context.device.name,
+          std::to_string(context.device.cc_major) + "." + std::to_string(context.device.cc_minor),
+          context.cuda_toolkit,
+          timing_name({context.timing_mode, context.cold_l2})};
+}
+
+namespace {
+
+// `text` as a config `family` can run: one of its op's default or expanded space that
+// can_implement accepts for the shape. Configs from outside this process (an imported or stale
+// cache row, an edited configs.json) may be neither, and an op given a config it never offered
+// may fail in any way, a crash included, so nothing else is ever run. Otherwise nullopt, and
+// *why says what is wrong.
+std::optional<Config> runnable_config(const Family& family, const std::string& text, const RunContext& context,
+                                      std::string* why) {
+  const Op& op = *family.op;
+  std::optional<Config> config;
+  try {
+    config = Config::parse(text);
+  } catch (const ConfigError& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+  const auto in_space = [&](SpaceKind kind) {
+    const auto space = op.config_space(kind);
+    return std::find(space.begin(), space.end(), *config) != space.end();
+  };
+  if (!in_space(SpaceKind::kDefault) && !in_space(SpaceKind::kExpanded)) {
+    *why = "not in " + op.name() + "'s config space";
+    return std::nullopt;
+  }
+  if (!op.can_implement(*config, family.shape, context.device)) {
+    *why = op.name() + " cannot run it on this shape";
+    return std::nullopt;
+  }
+  return config;
+}
+
+}  // namespace
+
+std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable) {
+  if (!context.cache) return std::nullopt;
+  const Op& op = *family.op;
+  const cache::Key key = cache_key(op, family.shape, context);
+  const auto best = context.cache->best(key);
+  if (!best) return std::nullopt;
+  std::string why;
+  const std::optional<Config> config = runnable_config(family, best->config, context, &why);
+  if (!config) {
+    if (unusable) *unusable = "cached config '" + best->config + "' of " + family.name + " is not one this op can run";
+    return std::nullopt;
+  }
+  if (context.tune.space == SpaceKind::kExpanded) {
+    // An exhaustive search (USE_FLAGTUNE=1) is answered only once every config of the expanded
+    // space that fits has a measurement for this key: a best from the default space is not.
+    std::set<std::string> measured;
+    for (const auto& m : context.cache->measurements(key)) measured.insert(m.config);
+    for (const auto& c : op.config_space(SpaceKind::kExpanded)) {
+      if (!measured.count(c.str()) && c.str() != best->config && op.can_implement(c, family.shape, context.device)) {
+        return std::nullopt;
+      }
+    }
+  }
+  return config;
+}
+
+// The replayed config, else the cached best config of the family's key, else the winner of a
+// sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
+// the op cannot run.
+std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
+                                              const RunTimer& time_run, const TuneOptions* options) {
+  const Op& op = *family.op;
+  if (!context.replay.empty() && !options) {
+    {
+      std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
+      const auto fb = context.fallbacks->config_of.find(family.name);
+      if (fb != context.fallbacks->config_of.end()) return {fb->second, ConfigSource::kTuned};
+    }
+    const auto it = context.replay.find(family.name);
+    if (it != context.replay.end()) {
+      std::string why;
+      auto config = runnable_config(family, it->second.config, context, &why);
+      if (!config) throw UnrunnableReplay(it->second.config, "is not one this op can run (" + why + ")");
+      return {std::move(*config), ConfigSource::kReplayed};
+    }
+  }
+  const cache::Key key = cache_key(op, family.shape, context);
+  if (!options) {
+    std::string unusable;
+    if (auto cached = cached_config(family, context, &unusable)) {
+      return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
+    }
+    if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
+  }
+  if (context.cache && context.cache->read_only()) {
+    // Refused before the sweep: its result could not be stored, so it would be lost at the end.
+    throw std::runtime_error("config cache " + context.cache->path().string() + " is read-only: " + op.name() + " " +
+                             key.tuning_key + " is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE " +
+                             "or --tunebench_cache at a writable file");
+  }
+  std::vector<cache::Measurement> known;
+  if (context.cache && !options) known = context.cache->measurements(key);
+  const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
+  const TuneOutcome outcome =
+      autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);
+  if (!outcome.fatal_error.empty()) {
+    // Keep what was learnt, the failing config above all, so no later run tries it again.
+    if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
+    throw StickyCudaError("sticky CUDA error while tuning, the process cannot continue on this GPU: " +
+                          outcome.fatal_error);
+  }
+  std::optional<cache::Best> best;
+  if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};
+  if (context.cache) context.cache->store(key, outcome.results, best);
+  if (!outcome.found()) {
+    std::string why = "no config ran";
+    for (const auto& m : outcome.results) {
+      if (m.status != cache::Status::kOk) {
+        why += " (" + std::string(cache::to_string(m.status)) + " [" + m.config + "]: " + m.error + ")";
+        break;
+      }
+    }
+    if (outcome.results.empty()) {
+      why += " (" + std::to_string(outcome.rejected) + " rejected by can_implement, " +
+             std::to_string(outcome.reused_failures) + " failed in an earlier run)";
+    }
+    throw std::runtime_error(why);
+  }
+  return {outcome.best, ConfigSource::kTuned};
+}
+
+
+// A replayed config that the op cannot run, or that no longer compiles or launches: evict it
+// from the cache, then tune the key live without reading the cache, so a failed eviction cannot
+// hand the bad config back.
+// `what` says what is wrong with it ("failed (...)", say).
+Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const std::string& bad,
+                       const std::string& what) {
+  const Op& op = *family.op;
+  std::string marker = "compile_" + op.name() + "_evicted";
+  std::string detail = "evicted from the cache";
+  try {
+    if (context.fault.evict_fails) {
+      throw std::runtime_error("injected eviction failure");
+    }
+    if (context.cache) context.cache->erase(cache_key(op, family.shape, context), bad);
+  } catch (const std::exception& e) {
+    marker = "compile_" + op.name() + "_no_evict";
+    detail = std::string("eviction failed: ") + e.what();
+  }
+  std::string one_line = what;
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  std::cerr << "bench: [" << marker << "] replayed config '" << bad << "' of " << family.name << " (from "
+            << context.replay_source << ") " << one_line << "; " << detail << "; tuning the key live\n";
+  TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
+  const Config config = choose_config(family, context, timing.run_timer(), &live).first;
+  std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
+  context.fallbacks->config_of[family.name] = config;
+  context.fallbacks->markers[marker].push_back(family.name);
+  return config;
+}
+
+
+TimingOptions timing_options(const RunContext& context) { return {context.timing_mode, context.cold_l2}; }
+
+TimingFaults timing_faults(const RunContext& context) {
+  return {context.fault.sticky_config, context.fault.hang_config};
+}
+
+
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
+  OpTiming timing(*family.op, family.shape, context.seed, timing_options(context), timing_faults(context));
+  return choose_config(family, context, timing.run_timer(), options).first;
+}
+
+}  // namespace tunebench

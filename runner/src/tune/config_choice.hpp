@@ -1,0 +1,65 @@
+#pragma once
+// Which config a benchmark runs: the replayed one (REPLAY_FROM), the cache's, or the winner of a
+// sweep run now and stored.
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "plan/run_context.hpp"
+
+namespace tunebench {
+
+/// The cache key of `op` on `shape` in this run: its kernel version and tuning key, the device
+/// (the CPU for host ops), the toolkit ("host" for host ops) and the timing mode ("host" for
+/// host ops, timing_name of context.timing_mode and context.cold_l2 for GPU ops).
+cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
+
+/// The config the cache holds for `family` in this run, if it answers the key: a best config of
+/// the op's own spaces that can_implement accepts and, when context.tune.space is the expanded
+/// space (USE_FLAGTUNE=1), a measurement for every other expanded config that fits (so a best
+/// left by a plain sweep does not answer an exhaustive one). Nothing without a cache. When the
+/// cached best is not a config this op can run, says so in `unusable` (if given). Throws
+/// cache::SqliteError when the cache cannot be read.
+std::optional<Config> cached_config(const Family& family, const RunContext& context,
+                                    std::string* unusable = nullptr);
+
+/// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
+/// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
+/// Throws std::runtime_error when no config runs (or CUDA left a sticky error), and, before
+/// any sweep, when the key needs tuning and context.cache is read-only (its result could not
+/// be stored).
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr);
+
+/// A replayed config the op cannot run (not in its spaces, or can_implement refuses it): it is
+/// never run; the key is tuned live (replay_fallback).
+struct UnrunnableReplay : std::runtime_error {
+  UnrunnableReplay(std::string config_text, const std::string& why)
+      : std::runtime_error(why), config(std::move(config_text)) {}
+  std::string config;  ///< the replayed config's text
+};
+
+/// The replayed config of `family` (unless `options` is given), else the cached best of its
+/// key, else the winner of a sweep timed with `time_run` and stored; and where it came from.
+/// `options` replaces context.tune and skips replay and cache (re-timing contenders, live
+/// tuning after a failed replay). Throws UnrunnableReplay for a replayed config the op cannot
+/// run, StickyCudaError when a config left a sticky CUDA error (what was learnt is stored),
+/// std::runtime_error when no config ran or the key cannot be stored (read-only cache).
+std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
+                                              const RunTimer& time_run, const TuneOptions* options = nullptr);
+
+/// A replayed config `bad` that the op cannot run, or that failed (`what` says how, e.g.
+/// "failed (...)"): evicted from the cache (marker compile_<op>_evicted, or compile_<op>_no_evict
+/// when the eviction fails), then the key is tuned live without reading the cache, so a failed
+/// eviction cannot hand the bad config back. Says so in one line on stderr and records the
+/// fallback in context.fallbacks. Returns the live-tuned config; throws as choose_config.
+Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const std::string& bad,
+                       const std::string& what);
+
+/// The timing options of this run (mode, cold L2).
+TimingOptions timing_options(const RunContext& context);
+/// The faults tests inject into this run's timed runs (TUNEBENCH_FAULT_INJECT).
+TimingFaults timing_faults(const RunContext& context);
+
+}  // namespace tunebench
