@@ -293,15 +293,17 @@ int run(int argc, char** argv, const OpList& ops, const std::filesystem::path& d
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
-  std::vector<ShapeSet> sets;
+  // Families are made inside the try: an op's shape rules are checked there, and their errors
+  // are about the same files.
+  std::vector<Family> families_made;
   try {
-    sets = load_shape_path(opt.shapes);
+    families_made = make_families(ops, load_shape_path(opt.shapes));
   } catch (const ShapeError& e) {
     const char* env = std::getenv("TUNEBENCH_SHAPES");
     if (env && opt.shapes == env) throw ShapeError(std::string("TUNEBENCH_SHAPES: ") + e.what());
     throw;
   }
-  const auto families = make_families(ops, sets);
+  const auto families = std::move(families_made);
   const GpuProbe gpu = probe_gpus();
   const bool any_gpu_op =
       std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->needs_gpu(); });
