@@ -34,6 +34,8 @@ struct Bf16Workload final : Workload {
 
 }  // namespace
 
+ShapeRules Bf16GemmOp::shape_rules() const { return mxfp4::shape_rules(); }
+
 std::string Bf16GemmOp::kernel_version() const { return "cublasLt-" + std::to_string(cublasLtGetVersion()); }
 
 std::vector<Config> Bf16GemmOp::config_space(SpaceKind) const {

@@ -55,6 +55,9 @@ class Bf16GemmOp final : public Op {
   bool needs_gpu() const override { return true; }
   /// False: one dense GEMM per shape, no experts.
   bool routed() const override { return false; }
+  /// K a multiple of 32, the MXFP4 block: its BF16 weights are the MXFP4 ops' weights
+  /// dequantized (mxfp4::shape_rules(), defined in bf16_gemm.cpp).
+  ShapeRules shape_rules() const override;
   /// "cublasLt-<cublasLtGetVersion()>": the algorithms offered change with the library.
   std::string kernel_version() const override;
   /// ALGO = 0..7 for both kinds.

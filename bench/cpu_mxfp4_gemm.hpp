@@ -43,6 +43,8 @@ class CpuMxfp4GemmOp final : public Op {
   std::string name() const override { return "cpu_mxfp4_gemm"; }
   benchmark::TimeUnit time_unit() const override { return benchmark::kMillisecond; }
   bool needs_gpu() const override { return false; }
+  /// mxfp4::shape_rules(): K a multiple of 32, the MXFP4 block.
+  ShapeRules shape_rules() const override { return mxfp4::shape_rules(); }
   std::string kernel_version() const override { return "cpu_mxfp4_gemm-1"; }
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Above this many flops (about a second per run on two cores) only BLOCK_N=64,BLOCK_K=512

@@ -37,6 +37,9 @@ class HbmReadOp final : public Op {
   std::string name() const override { return "hbm_read"; }
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return true; }
+  /// The measured op's rules: it reads that op's bytes(shape), which may need what its shape
+  /// rules ask (the MoE geometry of a routed op).
+  ShapeRules shape_rules() const override { return of_->shape_rules(); }
   std::string kernel_version() const override;
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// False when THREADS exceeds the device's threads per block or is not a multiple of 32,

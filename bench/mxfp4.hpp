@@ -9,10 +9,26 @@
 #include <cstdint>
 #include <vector>
 
+#include "tunebench/shape.hpp"
+
 namespace tunebench::mxfp4 {
 
-/// Elements per scale block.
+/// Elements per scale block: one E8M0 scale per 32 E2M1 elements along K (OCP MX v1.0
+/// section 5, block size 32). The runner knows no formats; the ops state it (shape_rules).
 inline constexpr int kBlock = 32;
+
+/// What an op with MXFP4 weights W[N, K] needs of a shape (Op::shape_rules): K a multiple of
+/// kBlock, the reason reading "the MXFP4 block size" (so a bad file stops bench with
+/// "K=100 is not a multiple of 32 (the MXFP4 block size)"), and the MoE geometry when
+/// `needs_moe` (a routed op).
+inline ShapeRules shape_rules(bool needs_moe = false) {
+  ShapeRules rules;
+  rules.k_multiple = kBlock;
+  rules.k_reason = "the MXFP4 block size";
+  rules.needs_moe = needs_moe;
+  return rules;
+}
+
 /// E8M0 code meaning NaN (OCP MX v1.0 table 7). E8M0 has no zero and no infinity.
 inline constexpr std::uint8_t kScaleNaN = 0xFF;
 

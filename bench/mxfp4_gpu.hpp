@@ -92,6 +92,9 @@ class Mxfp4GpuOp : public Op {
 
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
   bool needs_gpu() const override { return true; }
+  /// mxfp4::shape_rules(routed()): K a multiple of 32, the MXFP4 block; mxfp4_moe needs the
+  /// MoE geometry.
+  ShapeRules shape_rules() const override { return mxfp4::shape_rules(routed()); }
   /// A hash of bench/kernels/mxfp4_gemm.cuh (FOLDSCALE is not part of it).
   std::string kernel_version() const override;
   /// Smallest M the dequantize-then-cuBLASLt configs run at: below it the GEMM is bound by the

@@ -261,6 +261,13 @@ expect_error() {
 printf 'name: x\nmoe: {experts: 8, top_k: 2}\ngemms: [{name: a, n: 64, k: 100}]\nshapes: [{m: 1}]\n' >"$work/badk.yaml"
 expect_error 2 "badk.yaml: gemms[0].k (line 3): K=100 is not a multiple of 32" "$bench" --tunebench_shapes="$work/badk.yaml"
 expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
+# A set without moe: is a set for the non-routed ops; the routed op has no benchmarks on it.
+printf 'name: plain\ngemms: [{name: a, n: 64, k: 128}]\nshapes: [{m: 1}]\n' >"$work/plain.yaml"
+"$bench" --tunebench_shapes="$work/plain.yaml" --benchmark_list_tests >"$work/plain.list" 2>"$work/plain.err" \
+  || fail "a set without moe: $(cat "$work/plain.err")"
+printf '%s\n' cpu_mxfp4_gemm/plain/M:1/N:64/K:128/manual_time mxfp4_gemm/plain/M:1/N:64/K:128/manual_time \
+  bf16_gemm/plain/M:1/N:64/K:128/manual_time | cmp -s - "$work/plain.list" \
+  || fail "a set without moe listed: $(cat "$work/plain.list")"
 expect_error 2 "TUNEBENCH_SEED='x': expected a non-negative integer below 2^64" env TUNEBENCH_SEED=x "$bench"
 expect_error 2 "--tunebench_seed='18446744073709551616': expected a non-negative integer below 2^64" "$bench" --tunebench_seed=18446744073709551616
 expect_error 2 "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" env FLAGGEMS_MXFP4_FOLDSCALE=2 "$bench"

@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <string>
 
+#include "bf16_gemm.hpp"
+#include "cpu_mxfp4_gemm.hpp"
+#include "hbm_read.hpp"
+#include "mxfp4_gpu.hpp"
 #include "tunebench/shape.hpp"
 
 namespace fs = std::filesystem;
@@ -28,10 +33,12 @@ class ShapeFileTest : public ::testing::Test {
     return path;
   }
 
-  // Loads `text` and returns the ShapeError message ("" if it loaded).
+  // Loads `text` and checks it against mxfp4_gemm's shape rules, as bench does when it makes
+  // families; returns the ShapeError message ("" if it loaded and passed).
   std::string error_of(const std::string& text) {
     try {
-      tunebench::load_shape_file(write("bad.yaml", text));
+      const auto set = tunebench::load_shape_file(write("bad.yaml", text));
+      tunebench::check_shape_rules(set, tunebench::bench::Mxfp4GemmOp(false).shape_rules());
     } catch (const ShapeError& e) {
       return e.what();
     }
@@ -197,4 +204,79 @@ TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {
   }
   EXPECT_EQ(sets[0].shapes[0].calls, 172);
   EXPECT_EQ(sets[2].shapes.back().calls, 946);
+}
+
+TEST_F(ShapeFileTest, MoeIsOptionalAndItsAbsenceGivesZeroGeometry) {
+  const auto set = tunebench::load_shape_file(
+      write("plain.yaml", replace(kGood, "moe: {experts: 8, top_k: 2}\n", "")));
+  ASSERT_EQ(set.shapes.size(), 4u);
+  for (const auto& s : set.shapes) {
+    EXPECT_EQ(s.experts, 0);
+    EXPECT_EQ(s.top_k, 0);
+  }
+  EXPECT_FALSE(tunebench::has_moe(set));
+  EXPECT_TRUE(tunebench::has_moe(tunebench::load_shape_file(write("good.yaml", kGood))));
+  // A non-routed op takes the set; one that needs the geometry does not, and is not an error.
+  EXPECT_TRUE(tunebench::check_shape_rules(set, tunebench::bench::Mxfp4GemmOp(false).shape_rules()));
+  EXPECT_TRUE(tunebench::check_shape_rules(set, tunebench::bench::CpuMxfp4GemmOp().shape_rules()));
+  EXPECT_FALSE(tunebench::check_shape_rules(set, tunebench::bench::Mxfp4MoeOp(false).shape_rules()));
+}
+
+TEST_F(ShapeFileTest, GemmEntriesKeepTheirKLineForLaterErrors) {
+  const auto set = tunebench::load_shape_file(write("good.yaml", kGood));
+  ASSERT_EQ(set.gemms.size(), 2u);
+  EXPECT_EQ(set.gemms[0].name, "up");
+  EXPECT_EQ(set.gemms[0].n, 64);
+  EXPECT_EQ(set.gemms[0].k, 128);
+  EXPECT_EQ(set.gemms[0].k_line, 5);
+  EXPECT_EQ(set.gemms[1].name, "down");
+  EXPECT_EQ(set.gemms[1].k_line, 6);
+}
+
+TEST_F(ShapeFileTest, EveryMxfp4OpsKRuleGivesTodaysError) {
+  const auto file = write("bad.yaml", replace(kGood, "name: down, n: 128, k: 64", "name: down, n: 128, k: 100"));
+  const auto set = tunebench::load_shape_file(file);  // the loader itself has no K rule
+  const std::string expect = file.string() + ": gemms[1].k (line 6): K=100 is not a multiple of 32 (the MXFP4 block size)";
+  const auto gemm = std::make_shared<const tunebench::bench::Mxfp4GemmOp>(false);
+  const tunebench::OpList ops{gemm, std::make_shared<tunebench::bench::Mxfp4MoeOp>(false),
+                              std::make_shared<tunebench::bench::CpuMxfp4GemmOp>(),
+                              std::make_shared<tunebench::bench::Bf16GemmOp>(),
+                              std::make_shared<tunebench::bench::HbmReadOp>(gemm)};
+  for (const auto& op : ops) {
+    try {
+      tunebench::check_shape_rules(set, op->shape_rules());
+      ADD_FAILURE() << op->name() << " accepted K=100";
+    } catch (const ShapeError& e) {
+      EXPECT_EQ(std::string(e.what()), expect) << op->name();
+    }
+  }
+}
+
+TEST_F(ShapeFileTest, AnOpWithoutAKRuleAcceptsAnyK) {
+  const auto set = tunebench::load_shape_file(write("k100.yaml", replace(kGood, "k: 128}", "k: 100}")));
+  EXPECT_EQ(set.shapes[0].k, 100);
+  EXPECT_TRUE(tunebench::check_shape_rules(set, tunebench::ShapeRules{}));
+  tunebench::ShapeRules moe;
+  moe.needs_moe = true;
+  EXPECT_TRUE(tunebench::check_shape_rules(set, moe));
+}
+
+TEST(ShapeRules, ErrorsOfASetBuiltInCodeAndOfABadRule) {
+  tunebench::ShapeSet set{"coded", "", {}, {tunebench::Shape{"coded", "w13", 1, 64, 96, 0, 0, std::nullopt}}};
+  tunebench::ShapeRules rules;
+  rules.k_multiple = 64;  // no reason given: no parenthesis
+  try {
+    tunebench::check_shape_rules(set, rules);
+    FAIL() << "K=96 accepted as a multiple of 64";
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(std::string(e.what()), "shape set 'coded': gemm 'w13': K=96 is not a multiple of 64");
+  }
+  rules.k_multiple = 32;
+  EXPECT_TRUE(tunebench::check_shape_rules(set, rules));
+  rules.k_multiple = 0;
+  EXPECT_THROW(tunebench::check_shape_rules(set, rules), std::invalid_argument);
+  // A set without shapes has no geometry to give.
+  rules.k_multiple = 1;
+  rules.needs_moe = true;
+  EXPECT_FALSE(tunebench::check_shape_rules(tunebench::ShapeSet{"empty", "", {}, {}}, rules));
 }

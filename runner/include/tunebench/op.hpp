@@ -59,8 +59,17 @@ class Op {
   /// machine without one.
   virtual bool needs_gpu() const = 0;
 
-  /// True when the op routes tokens over experts; its names then carry E and topk.
+  /// True when the op routes tokens over experts; its names then carry E and topk, and it has
+  /// benchmarks only on shape sets with a `moe:` block (whatever shape_rules() says).
   virtual bool routed() const { return false; }
+
+  /// What the op needs of a shape beyond the shape file's own rules: a K multiple (with the
+  /// reason its error gives) and whether it needs the MoE geometry. make_families checks every
+  /// set against it: a set without the geometry an op needs gives that op no benchmarks, a K
+  /// that breaks its multiple stops the run with one line naming the file, the entry and its
+  /// line (ShapeError; see check_shape_rules). Called once per op and set when families are
+  /// made. The default asks for no K multiple and needs the MoE geometry exactly when routed().
+  virtual ShapeRules shape_rules() const;
 
   /// Identifies the kernel code: tuned configs are cached per kernel version, so changing the
   /// kernel retunes. A hash of the kernel source, or a library's version for library ops.

@@ -32,7 +32,10 @@ std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>
   std::vector<Family> families;
   std::set<std::string> names;
   for (const auto& op : ops) {
+    ShapeRules rules = op->shape_rules();
+    rules.needs_moe = rules.needs_moe || op->routed();  // its names print E and topk
     for (const auto& set : sets) {
+      if (!check_shape_rules(set, rules)) continue;
       for (const auto& shape : set.shapes) {
         Family f{family_name(*op, shape), op, shape};
         if (!names.insert(f.name).second) {

@@ -26,8 +26,11 @@ std::string family_name(const Op& op, const Shape& shape);
 /// The name Google Benchmark reports and filters on: family_name + "/manual_time".
 std::string reported_name(const Family& family);
 
-/// Every op x set x shape, in that nesting order. Throws std::invalid_argument if two
-/// families would share a name (two ops of one name, say).
+/// Every op x set x shape, in that nesting order, leaving out the sets an op's shape_rules()
+/// do not apply to (a routed op, or one that needs_moe, on a set without a `moe:` block).
+/// Throws ShapeError when a set breaks an op's K rule (check_shape_rules: one line naming the
+/// file, the entry and its line), std::invalid_argument if two families would share a name
+/// (two ops of one name, say).
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets);
 
 /// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy

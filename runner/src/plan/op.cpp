@@ -25,6 +25,12 @@ CheckResult Op::check(Workload&, const Config&, cudaStream_t) const {
 
 namespace tunebench {
 
+ShapeRules Op::shape_rules() const {
+  ShapeRules rules;
+  rules.needs_moe = routed();
+  return rules;
+}
+
 std::string Op::tuning_key(const Shape& shape) const { return tuning_key_for(shape, routed(), MBucket::kExact); }
 
 std::int64_t bucket_m(std::int64_t m, MBucket bucket) {

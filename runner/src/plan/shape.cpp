@@ -122,11 +122,6 @@ bool is_identifier(const std::string& s) {
   });
 }
 
-struct Gemm {
-  std::string name;
-  std::int64_t n, k;
-};
-
 }  // namespace
 
 ShapeSet load_shape_file(const fs::path& file) {
@@ -153,7 +148,7 @@ ShapeSet load_shape_file(const fs::path& file) {
   }
   const Where top(file, "", root);
   if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
-  check_keys(root, top, {"name", "moe", "gemms", "shapes"}, {"description"});
+  check_keys(root, top, {"name", "gemms", "shapes"}, {"description", "moe"});
 
   ShapeSet set;
   set.source = file;
@@ -165,13 +160,18 @@ ShapeSet load_shape_file(const fs::path& file) {
     set.description = read_string(root["description"], top.child("description"));
   }
 
-  const Where moe_at = top.child("moe");
-  check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
-  const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
-  const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
-  if (top_k > experts) {
-    moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) +
-                                                         " exceeds experts " + std::to_string(experts));
+  // Only routed ops read the geometry; whether a set must have it is theirs to say
+  // (ShapeRules::needs_moe), but one that is given must be whole.
+  std::int64_t experts = 0, top_k = 0;
+  if (root["moe"]) {
+    const Where moe_at = top.child("moe");
+    check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
+    experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
+    top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
+    if (top_k > experts) {
+      moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) +
+                                                           " exceeds experts " + std::to_string(experts));
+    }
   }
 
   const YAML::Node gemms_node = root["gemms"];
@@ -180,19 +180,15 @@ ShapeSet load_shape_file(const fs::path& file) {
     gemms_at.fail(gemms_node, gemms_node.IsSequence() ? std::string("expected a non-empty list, got an empty one")
                                              : std::string("expected a non-empty list, got ") + type_name(gemms_node));
   }
-  std::vector<Gemm> gemms;
+  std::vector<GemmEntry>& gemms = set.gemms;
   for (std::size_t i = 0; i < gemms_node.size(); ++i) {
     const YAML::Node g = gemms_node[i];
     const Where at = gemms_at.index(i);
     check_keys(g, at, {"name", "n", "k"}, {});
-    Gemm gemm{read_string(g["name"], at.child("name")), read_positive(g["n"], at.child("n"), kMaxNK),
-              read_positive(g["k"], at.child("k"), kMaxNK)};
+    GemmEntry gemm{read_string(g["name"], at.child("name")), read_positive(g["n"], at.child("n"), kMaxNK),
+                   read_positive(g["k"], at.child("k"), kMaxNK), g["k"].Mark().line + 1};
     if (!is_identifier(gemm.name)) {
       at.child("name").fail(g["name"], "expected letters, digits and '_', got '" + gemm.name + "'");
-    }
-    if (gemm.k % kMxfp4BlockSize != 0) {
-      at.child("k").fail(g["k"], "K=" + std::to_string(gemm.k) +
-                                     " is not a multiple of 32 (the MXFP4 block size)");
     }
     for (const auto& other : gemms) {
       if (other.name == gemm.name) at.child("name").fail(g["name"], "duplicate gemm name '" + gemm.name + "'");
@@ -229,6 +225,38 @@ ShapeSet load_shape_file(const fs::path& file) {
     }
   }
   return set;
+}
+
+bool has_moe(const ShapeSet& set) {
+  return !set.shapes.empty() && std::all_of(set.shapes.begin(), set.shapes.end(), [](const Shape& s) {
+    return s.experts > 0 && s.top_k > 0;
+  });
+}
+
+bool check_shape_rules(const ShapeSet& set, const ShapeRules& rules) {
+  if (rules.k_multiple < 1) {
+    throw std::invalid_argument("ShapeRules::k_multiple must be >= 1, got " + std::to_string(rules.k_multiple));
+  }
+  if (rules.needs_moe && !has_moe(set)) return false;
+  for (const auto& shape : set.shapes) {
+    if (shape.k % rules.k_multiple == 0) continue;
+    // The rule is checked after loading, so the error is put together here in the loader's own
+    // "file: entry (line N): reason" form from what the set kept of its file.
+    std::string where;
+    const auto entry = std::find_if(set.gemms.begin(), set.gemms.end(),
+                                    [&](const GemmEntry& g) { return g.name == shape.gemm; });
+    if (!set.source.empty() && entry != set.gemms.end()) {
+      where = set.source.string() + ": gemms[" + std::to_string(entry - set.gemms.begin()) + "].k";
+      if (entry->k_line > 0) where += " (line " + std::to_string(entry->k_line) + ")";
+    } else {
+      where = (set.source.empty() ? "shape set '" + set.name + "'" : set.source.string()) + ": gemm '" +
+              shape.gemm + "'";
+    }
+    std::string reason = "K=" + std::to_string(shape.k) + " is not a multiple of " + std::to_string(rules.k_multiple);
+    if (!rules.k_reason.empty()) reason += " (" + rules.k_reason + ")";
+    throw ShapeError(where + ": " + reason);
+  }
+  return true;
 }
 
 std::vector<ShapeSet> load_shape_path(const fs::path& path) {

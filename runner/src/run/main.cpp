@@ -110,7 +110,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   benchmark::Initialize(inv.argc(), inv.argv());
   if (benchmark::ReportUnrecognizedArguments(*inv.argc(), inv.argv())) return 2;
 
-  const auto families = make_families(ops, load_sets(s));  // plan
+  const auto families = plan_families(ops, s);  // plan
   const GpuProbe gpu = probe_gpus();
   const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d);
   if (!selects_any(families, filter)) return no_match(filter);  // before anything is written
