@@ -4,9 +4,9 @@
 
 namespace tunebench {
 
-std::vector<ShapeSet> load_sets(const Settings& settings) {
+std::vector<Family> plan_families(const OpList& ops, const Settings& settings) {
   try {
-    return load_shape_path(settings.shapes);
+    return make_families(ops, load_shape_path(settings.shapes));
   } catch (const ShapeError& e) {
     if (settings.shapes_from_env) throw ShapeError(std::string("TUNEBENCH_SHAPES: ") + e.what());
     throw;

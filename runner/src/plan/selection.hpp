@@ -10,9 +10,10 @@
 
 namespace tunebench {
 
-/// The shape sets of settings.shapes (load_shape_path); a ShapeError's message is prefixed
+/// Every family of `ops` on the shape sets of settings.shapes (load_shape_path, make_families:
+/// each op's shape rules are checked there). A ShapeError's message is prefixed
 /// "TUNEBENCH_SHAPES: " when the path came from that variable.
-std::vector<ShapeSet> load_sets(const Settings& settings);
+std::vector<Family> plan_families(const OpList& ops, const Settings& settings);
 
 /// The filter a run without --benchmark_filter uses: `gpu_filter` on a machine with a GPU when
 /// some op needs one, else `cpu_filter`; when that selects nothing (other shape sets than the

@@ -1,5 +1,7 @@
 #include "report/latency_table.hpp"
 
+#include "report/counters.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -24,9 +26,13 @@ std::string fmt(double v, const char* spec = "%.3g") {
   return buf;
 }
 
-double counter(const benchmark::BenchmarkReporter::Run& run, const char* name) {
-  const auto it = run.counters.find(name);
-  return it == run.counters.end() ? -1 : it->second.value;
+// The rate counters a run reported.
+std::map<std::string, double> counters_of(const benchmark::BenchmarkReporter::Run& run) {
+  std::map<std::string, double> out;
+  for (const auto& c : rate_counters()) {
+    if (const auto it = run.counters.find(c.name); it != run.counters.end()) out[c.name] = it->second.value;
+  }
+  return out;
 }
 
 }  // namespace
@@ -54,15 +60,11 @@ void LatencyTableReporter::ReportRuns(const std::vector<Run>& reports) {
     if (!run.report_label.empty()) row.config = run.report_label;
     if (run.run_type == Run::RT_Iteration && !row.have_median) {
       row.p50 = run.GetAdjustedRealTime();  // one run: its mean is the figure
-      row.tflops = counter(run, "TFLOP/s");
-      row.gbs = counter(run, "GB/s");
-      row.roofline = counter(run, "roofline%");
+      row.counters = counters_of(run);
     } else if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
       row.have_median = true;
       row.p50 = run.GetAdjustedRealTime();
-      row.tflops = counter(run, "TFLOP/s");
-      row.gbs = counter(run, "GB/s");
-      row.roofline = counter(run, "roofline%");
+      row.counters = counters_of(run);
     } else if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "cv") {
       row.cv = run.real_accumulated_time;  // the cv aggregate carries the ratio itself
     }
@@ -77,8 +79,12 @@ std::string LatencyTableReporter::markdown() const {
     if (std::find(sets.begin(), sets.end(), set) == sets.end()) sets.push_back(set);
   }
   for (const auto& set : sets) {
-    out += "\n### " + set + "\n\n| op | M | N | K | config | p50 | cv | TFLOP/s | GB/s | roofline% | status |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    std::string header = "| op | M | N | K | config | p50 | cv |", rule = "|---|---|---|---|---|---|---|";
+    for (const auto& c : rate_counters()) {
+      header += std::string(" ") + c.name + " |";
+      rule += "---|";
+    }
+    out += "\n### " + set + "\n\n" + header + " status |\n" + rule + "---|\n";
     std::map<std::string, std::pair<double, std::string>> weighted;  // op -> sum, unit
     std::map<std::string, int> uncounted;
     for (const auto& name : order_) {
@@ -88,9 +94,12 @@ std::string LatencyTableReporter::markdown() const {
       const bool ok = r.status == "ok";
       out += "| " + r.family->op->name() + " | " + std::to_string(s.m) + " | " + std::to_string(s.n) + " | " +
              std::to_string(s.k) + " | " + r.config + " | " + (ok ? fmt(r.p50) + " " + r.unit : "-") + " | " +
-             (ok && r.cv >= 0 ? fmt(100 * r.cv, "%.2f") + "%" : "-") + " | " +
-             (ok && r.tflops >= 0 ? fmt(r.tflops) : "-") + " | " + (ok && r.gbs >= 0 ? fmt(r.gbs, "%.4g") : "-") +
-             " | " + (ok && r.roofline >= 0 ? fmt(r.roofline, "%.1f") : "-") + " | " + r.status + " |\n";
+             (ok && r.cv >= 0 ? fmt(100 * r.cv, "%.2f") + "%" : "-") + " | ";
+      for (const auto& c : rate_counters()) {
+        const auto v = r.counters.find(c.name);
+        out += (ok && v != r.counters.end() ? fmt(v->second, c.format) : "-") + " | ";
+      }
+      out += r.status + " |\n";
       if (ok && s.calls) {
         auto& w = weighted[r.family->op->name()];
         w.first += static_cast<double>(*s.calls) * r.p50;

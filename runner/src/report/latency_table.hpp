@@ -34,7 +34,8 @@ class LatencyTableReporter : public benchmark::ConsoleReporter {
   struct Row {
     const Family* family = nullptr;
     std::string config, status = "ok", unit;
-    double p50 = 0, cv = -1, tflops = 0, gbs = 0, roofline = -1;
+    double p50 = 0, cv = -1;
+    std::map<std::string, double> counters;  // rate_counters() by name
     bool have_median = false;
   };
   std::map<std::string, const Family*> by_name_;

@@ -6,28 +6,12 @@
 #include <mutex>
 
 #include "cuda/gpu_clock.hpp"
+#include "report/counters.hpp"
 #include "timing/op_timing.hpp"
 #include "tune/config_choice.hpp"
 
 namespace tunebench {
 namespace {
-
-void set_rates(benchmark::State& state, const Family& family, const RunContext& context, double iterations,
-               double total_s) {
-  if (!(total_s > 0)) return;
-  // Counter::kIsRate divides by CPU time, not manual time, so the rates are computed here.
-  state.counters["TFLOP/s"] = family.op->flops(family.shape) * iterations / total_s / 1e12;
-  state.counters["GB/s"] = family.op->bytes(family.shape) * iterations / total_s / 1e9;
-  const RunContext* c = &context;
-  if (family.op->needs_gpu() && c->peak_bytes_per_s > 0 && c->peak_flops > 0) {
-    // The time the roofline allows (the larger of the compute and the memory floor) over the
-    // time measured.
-    const double floor_s = std::max(family.op->flops(family.shape) / c->peak_flops,
-                                    family.op->bytes(family.shape) / c->peak_bytes_per_s);
-    state.counters["roofline%"] = 100.0 * floor_s * iterations / total_s;
-  }
-}
-
 
 // The measurement device's SM clock, for GPU runs (nothing when NVML cannot say).
 SmClock sm_clock(const RunContext& context) {
@@ -82,7 +66,8 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   state.SetLabel(last.label);
   const SmClock clock_start = sm_clock(context);
   if (const auto total = last.timing->measure(state, last.config)) {
-    set_rates(state, family, context, total->iterations, total->seconds);
+    set_rate_counters(state, {family.op->flops(family.shape), family.op->bytes(family.shape), total->iterations,
+                              total->seconds, family.op->needs_gpu(), context.peak_flops, context.peak_bytes_per_s});
     const SmClock clock_end = sm_clock(context);
     if (clock_start.mhz && clock_end.mhz) {
       state.counters["sm_mhz_start"] = *clock_start.mhz;
