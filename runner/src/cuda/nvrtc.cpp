@@ -1,14 +1,13 @@
 #include "tunebench/nvrtc.hpp"
 
 #include <nvrtc.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "common/atomic_file.hpp"
 #include "tunebench/cache/database.hpp"
 #include "tunebench/cuda.hpp"
 
@@ -113,18 +112,12 @@ CompileResult KernelCompiler::compile(const CompileRequest& request) const {
   CompileResult out = compile_now(request);
   out.key = id;
   if (!out.ok) return out;
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp = cache_dir_ / (id + ".tmp." + std::to_string(::getpid()) + "." +
-                                     std::to_string(counter++));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << key << out.cubin;
-    if (!f.flush()) {
-      fs::remove(tmp);
-      throw std::runtime_error("kernel cache: cannot write " + tmp.string());
-    }
+  // The file starts with its full key, so a reader can tell a hash collision from a hit.
+  try {
+    write_file_atomically(file, key + out.cubin);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("kernel cache: ") + e.what());
   }
-  fs::rename(tmp, file);  // atomic: readers see the old file or the whole new one
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/atomic_file.hpp"
+
 namespace tunebench {
 
 namespace fs = std::filesystem;
@@ -59,13 +61,7 @@ void RunRecord::write(const fs::path& dir) const {
                        {"source", e.source}});
   }
   const json doc = {{"tunebench_run_record", 1}, {"configs", configs}};
-  const fs::path tmp = dir / "configs.json.tmp", target = dir / "configs.json";
-  {
-    std::ofstream out(tmp);
-    out << doc.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, target);
+  write_file_atomically(dir / "configs.json", doc.dump(2) + "\n");
 }
 
 std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {

@@ -46,7 +46,8 @@ class RunRecord {
   /// Benchmark runs a benchmark function several times).
   void add(RecordedConfig entry);
   std::vector<RecordedConfig> entries() const;
-  /// Writes configs.json into `dir` (via a temporary file and a rename).
+  /// Writes configs.json into `dir`, whole or not at all (write_file_atomically). Throws
+  /// std::runtime_error naming the file when it cannot be written.
   void write(const std::filesystem::path& dir) const;
   /// Reads <dir>/configs.json. Throws ReplayError naming the file if it is missing or not a
   /// run record.
