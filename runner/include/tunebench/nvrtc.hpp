@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "tunebench/cuda.hpp"
 
 namespace tunebench {
 
@@ -71,17 +72,12 @@ class KernelLibrary {
  public:
   /// Loads `cubin`. Throws CudaError (e.g. a cubin for another architecture).
   explicit KernelLibrary(const std::string& cubin);
-  ~KernelLibrary();
-  KernelLibrary(KernelLibrary&& o) noexcept : lib_(std::exchange(o.lib_, nullptr)) {}
-  KernelLibrary& operator=(KernelLibrary&& o) noexcept;
-  KernelLibrary(const KernelLibrary&) = delete;
-  KernelLibrary& operator=(const KernelLibrary&) = delete;
 
   /// The extern "C" kernel `name`; throws CudaError if absent.
   cudaKernel_t kernel(const char* name) const;
 
  private:
-  cudaLibrary_t lib_ = nullptr;
+  Handle<cudaLibrary_t, cudaLibraryUnload> lib_;
 };
 
 }  // namespace tunebench
