@@ -17,9 +17,12 @@ namespace tunebench {
 /// (cudaErrorIllegalAddress and the like): every later call in the process fails too.
 class CudaError : public std::runtime_error {
  public:
+  /// `what` as described above; `code` the failed call's status.
   CudaError(const std::string& what, cudaError_t code, bool sticky)
       : std::runtime_error(what), code_(code), sticky_(sticky) {}
+  /// The runtime's status of the failed call.
   cudaError_t code() const { return code_; }
+  /// Whether the context is unusable from now on (see above).
   bool sticky() const { return sticky_; }
 
  private:
@@ -34,7 +37,9 @@ void cuda_check(cudaError_t status, const char* call, const char* file, int line
 /// For destructors: reports a failure on stderr instead of throwing.
 void cuda_check_nothrow(cudaError_t status, const char* call, const char* file, int line) noexcept;
 
+/// Evaluates the CUDA runtime call `call` and throws CudaError (its text, file:line) if it fails.
 #define TUNEBENCH_CUDA_CHECK(call) ::tunebench::cuda_check((call), #call, __FILE__, __LINE__)
+/// The same, reporting on stderr instead of throwing (destructors and deleters).
 #define TUNEBENCH_CUDA_CHECK_NOTHROW(call) \
   ::tunebench::cuda_check_nothrow((call), #call, __FILE__, __LINE__)
 

@@ -45,13 +45,14 @@ class CompileError : public std::runtime_error {
   std::shared_ptr<const std::string> log_;  // shared: copying an exception must not throw
 };
 
-/// Outcome of a compilation. A config that does not compile is data, not an exception.
+/// Outcome of a compilation. For KernelCompiler a config that does not compile is data, not an
+/// exception (JitKernelCache turns it into a CompileError).
 struct CompileResult {
-  bool ok = false;
-  std::string cubin;  ///< the binary, when ok
-  std::string log;    ///< NVRTC's log (warnings when ok, errors otherwise)
-  bool from_cache = false;
-  std::string key;    ///< hex cache key
+  bool ok = false;          ///< whether it compiled
+  std::string cubin;        ///< the binary, when ok
+  std::string log;          ///< NVRTC's log (warnings when ok, errors otherwise)
+  bool from_cache = false;  ///< read from the disk cache rather than compiled now
+  std::string key;          ///< hex cache key (16 digits): the file is <cache_dir>/<key>.cubin
 };
 
 /// "major.minor" of the NVRTC library in use.
@@ -71,6 +72,7 @@ class KernelCompiler {
   /// result with ok == false and the log.
   CompileResult compile(const CompileRequest& request) const;
 
+  /// The disk cache folder; empty when the disk cache is off.
   const std::filesystem::path& cache_dir() const { return cache_dir_; }
 
  private:
@@ -158,6 +160,7 @@ class JitKernelCache {
   JitKernelCache(std::string label, JitBuilder build, std::filesystem::path cache_dir);
   JitKernelCache(const JitKernelCache&) = delete;
   JitKernelCache& operator=(const JitKernelCache&) = delete;
+  /// Unloads every config's kernels (errors reported on stderr, never thrown).
   ~JitKernelCache();
 
   /// The kernels of `config` on the current device, compiled and loaded on first use (the

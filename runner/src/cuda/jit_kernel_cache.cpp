@@ -1,10 +1,10 @@
+#include "tunebench/nvrtc.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
 #include <utility>
-
-#include "tunebench/nvrtc.hpp"
 
 namespace tunebench {
 namespace {
