@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM) hbm_read(co
   return source;
 }
 
-CompileResult compile_hbm_read_kernel(const KernelCompiler& compiler, const Config& config, const std::string& arch) {
+CompileRequest hbm_read_compile_request(const Config& config, const std::string& arch) {
   CompileRequest req;
   req.source = hbm_read_source();
   req.source_name = "hbm_read.cu";
@@ -78,10 +78,17 @@ CompileResult compile_hbm_read_kernel(const KernelCompiler& compiler, const Conf
   req.options = {"-std=c++17", "-DTHREADS=" + std::to_string(config.get("THREADS")),
                  "-DBLOCKS_PER_SM=" + std::to_string(config.get("BLOCKS_PER_SM")),
                  "-DUNROLL=" + std::to_string(config.get("UNROLL"))};
-  return compiler.compile(req);
+  return req;
 }
 
-HbmReadOp::HbmReadOp(std::shared_ptr<const Op> of) : of_(std::move(of)) {
+CompileResult compile_hbm_read_kernel(const KernelCompiler& compiler, const Config& config, const std::string& arch) {
+  return compiler.compile(hbm_read_compile_request(config, arch));
+}
+
+HbmReadOp::HbmReadOp(std::shared_ptr<const Op> of)
+    : of_(std::move(of)), jit_("hbm_read", [](const Config& config, const std::string& arch) {
+        return JitBuild{hbm_read_compile_request(config, arch), {JitKernel{"hbm_read"}}};
+      }) {
   if (!of_) throw std::invalid_argument("hbm_read: expected the op whose bytes it reads, got none");
 }
 
@@ -130,22 +137,7 @@ std::unique_ptr<Workload> HbmReadOp::prepare(const Shape& shape, std::uint64_t s
 
 void HbmReadOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<ReadWorkload&>(work);
-  cudaKernel_t kernel = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto& loaded = loaded_[config.str()];
-    if (!loaded) {
-      int device = 0;
-      TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
-      const CompileResult compiled =
-          compile_hbm_read_kernel(KernelCompiler(kernel_cache_dir_or_none()), config, query_device(device).arch());
-      if (!compiled.ok) throw std::runtime_error("compile_failed: hbm_read: " + compiled.log.substr(0, compiled.log.find('\n')));
-      auto fresh = std::make_unique<Loaded>(Loaded{KernelLibrary(compiled.cubin), nullptr});
-      fresh->kernel = fresh->library.kernel("hbm_read");
-      loaded = std::move(fresh);
-    }
-    kernel = loaded->kernel;
-  }
+  const cudaKernel_t kernel = jit_.get(config).kernel(0);
   const void* p = w.copies.as<const std::uint8_t>() + (w.calls++ % w.count) * w.stride;
   unsigned long long words = w.words;
   void* out = w.result.get();

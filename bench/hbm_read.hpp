@@ -5,9 +5,7 @@
 // bandwidth: DRAM latency and the ramp of a kernel's first loads dominate them).
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,8 +46,8 @@ class HbmReadOp final : public Op {
   /// Allocates the copies (filled from `seed`; at least one, together >= 2x L2 on the current
   /// device) and the per-block results. Throws CudaError.
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
-  /// Reads the next copy on `stream`. Throws std::runtime_error if the kernel does not
-  /// compile, CudaError if it does not launch.
+  /// Reads the next copy on `stream`. Throws CompileError if the kernel does not compile,
+  /// CudaError if it does not launch.
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;
   /// Zeroes the per-block results, runs once and compares their XOR with the XOR of the copy
   /// computed on the host: rel_error 0 when equal, 1 otherwise; checked = the words read.
@@ -59,17 +57,15 @@ class HbmReadOp final : public Op {
 
  private:
   std::shared_ptr<const Op> of_;
-  mutable std::mutex mutex_;
-  struct Loaded {
-    KernelLibrary library;
-    cudaKernel_t kernel = nullptr;
-  };
-  // Loaded once per config (key: Config::str()), so a timed run only launches.
-  mutable std::map<std::string, std::unique_ptr<Loaded>> loaded_;
+  JitKernelCache jit_;
 };
 
 /// The hbm_read kernel source (NVRTC, one config's -D defines).
 const std::string& hbm_read_source();
+
+/// What hbm_read compiles for `config` (THREADS, BLOCKS_PER_SM, UNROLL as -D defines) and
+/// `arch` (e.g. "sm_90"). Throws ConfigError for a config lacking one of them.
+CompileRequest hbm_read_compile_request(const Config& config, const std::string& arch);
 
 /// Compiles `config` of hbm_read for `arch` (e.g. "sm_90") through `compiler`'s cache.
 CompileResult compile_hbm_read_kernel(const KernelCompiler& compiler, const Config& config, const std::string& arch);

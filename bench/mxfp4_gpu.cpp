@@ -3,8 +3,6 @@
 #include "tunebench/op_switch.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -236,8 +234,9 @@ const OpSwitch kFoldScale{
 
 bool foldscale_from_env() { return kFoldScale.value(); }
 
-CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
-                                   bool foldscale, const std::string& arch) {
+namespace {
+
+CompileRequest mxfp4_request(const Config& config, bool moe, bool foldscale, const std::string& arch) {
   CompileRequest req;
   req.source = mxfp4_kernel_source();
   req.source_name = "mxfp4_gemm.cuh";
@@ -245,24 +244,55 @@ CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config&
   if (is_dequant_config(config)) {
     // One kernel for every ALGO: cuBLASLt's algorithm is chosen at run time.
     req.options = {"-std=c++17", "-DDEQUANT_ONLY=1", "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
-    return compiler.compile(req);
+    return req;
   }
   req.options = {"-std=c++17", "-DMOE=" + std::to_string(moe ? 1 : 0),
                  "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
   for (const auto& [name, value] : config.params()) {
     req.options.push_back("-D" + name + "=" + std::to_string(value));
   }
-  return compiler.compile(req);
+  return req;
 }
 
-struct Mxfp4GpuOp::Kernels {
-  KernelLibrary library;
-  cudaKernel_t gemm = nullptr, finish = nullptr;
-  int smem = 0;
-};
+}  // namespace
+
+JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const std::string& arch) {
+  JitBuild build{mxfp4_request(config, moe, foldscale, arch), {}};
+  if (is_dequant_config(config)) {
+    build.kernels = {JitKernel{"mxfp4_dequant_bf16"}};
+  } else if (is_decode_config(config)) {
+    build.kernels = {JitKernel{"mxfp4_decode", static_cast<int>(decode_smem_bytes(config))},
+                     JitKernel{"mxfp4_splitk_finish"}};
+  } else {
+    build.kernels = {JitKernel{"mxfp4_gemm", static_cast<int>(Tiles(config).smem_bytes())},
+                     JitKernel{"mxfp4_splitk_finish"}};
+  }
+  return build;
+}
+
+CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
+                                   bool foldscale, const std::string& arch) {
+  return compiler.compile(mxfp4_request(config, moe, foldscale, arch));
+}
+
+namespace {
+
+// The form a config takes in the JIT cache: the dequantize family's ALGO picks a cuBLASLt
+// algorithm at run time, so all of them share one entry and one binary.
+Config jit_config(const Config& config) {
+  return is_dequant_config(config) ? Config{{"DEQUANT_BF16", 1}} : config;
+}
+
+}  // namespace
 
 Mxfp4GpuOp::Mxfp4GpuOp(bool foldscale, std::uint8_t scale_lo, std::uint8_t scale_hi)
-    : foldscale_(foldscale), scale_lo_(scale_lo), scale_hi_(scale_hi) {}
+    : foldscale_(foldscale),
+      scale_lo_(scale_lo),
+      scale_hi_(scale_hi),
+      // routed() is virtual: the builder runs only after construction, when it is the final op's.
+      jit_("", [this](const Config& config, const std::string& arch) {
+        return mxfp4_jit_build(config, routed(), foldscale_, arch);
+      }) {}
 
 Mxfp4GpuOp::~Mxfp4GpuOp() = default;
 
@@ -403,93 +433,41 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
          t.reduction_bytes() <= t.smem_bytes();
 }
 
-const KernelCompiler& Mxfp4GpuOp::compiler() const {
-  if (!compiler_) compiler_ = std::make_unique<KernelCompiler>(kernel_cache_dir_or_none());
-  return *compiler_;
-}
-
 void Mxfp4GpuOp::precompile(const std::vector<Config>& configs, const DeviceInfo& device, int threads) const {
-  std::vector<Config> todo;
-  const KernelCompiler* shared = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    shared = &compiler();
-    if (shared->cache_dir().empty()) return;  // nowhere to keep the results
-    for (const auto& c : configs) {
-      if (!loaded_.count(c.str())) todo.push_back(c);
-    }
-  }
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i; (i = next++) < todo.size();) {
-      try {
-        compile_mxfp4_kernel(*shared, todo[i], routed(), foldscale_, device.arch());
-      } catch (const std::exception&) {
-        // run() compiles again and reports the failure with the config.
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const auto n = std::min<std::size_t>(todo.size(), static_cast<std::size_t>(std::max(1, threads)));
-  for (std::size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  std::vector<Config> keys;
+  keys.reserve(configs.size());
+  for (const auto& c : configs) keys.push_back(jit_config(c));
+  jit_.precompile(keys, device.arch(), threads);
 }
 
-const Mxfp4GpuOp::Kernels& Mxfp4GpuOp::kernels(const Config& config) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Every ALGO of the dequantize family runs the same kernel: load it once.
-  const std::string key = is_dequant_config(config) ? std::string("DEQUANT_BF16") : config.str();
-  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
-  int device = 0;
-  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  const DeviceInfo info = query_device(device);
-  const CompileResult compiled = compile_mxfp4_kernel(compiler(), config, routed(), foldscale_, info.arch());
-  if (!compiled.ok) {
-    std::cerr << name() << " [" << key << "]: compile failed:\n" << compiled.log << "\n";
-    const auto nl = compiled.log.find('\n');
-    throw std::runtime_error("compile_failed: " + compiled.log.substr(0, nl));
+const JitKernels& Mxfp4GpuOp::kernels(const Config& config) const {
+  const Config key = jit_config(config);
+  try {
+    return jit_.get(key);
+  } catch (const CompileError& e) {
+    std::cerr << name() << " [" << key.str() << "]: compile failed:\n" << e.log() << "\n";
+    throw;
   }
-  auto k = std::make_unique<Kernels>(Kernels{KernelLibrary(compiled.cubin), nullptr, nullptr, 0});
-  if (is_dequant_config(config)) {
-    k->gemm = k->library.kernel("mxfp4_dequant_bf16");
-    return *(loaded_[key] = std::move(k));
-  }
-  k->finish = k->library.kernel("mxfp4_splitk_finish");
-  if (is_decode_config(config)) {
-    k->gemm = k->library.kernel("mxfp4_decode");
-    k->smem = static_cast<int>(decode_smem_bytes(config));
-    if (k->smem > 0) {
-      TUNEBENCH_CUDA_CHECK(cudaKernelSetAttributeForDevice(k->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                           k->smem, device));
-    }
-    return *(loaded_[key] = std::move(k));
-  }
-  k->gemm = k->library.kernel("mxfp4_gemm");
-  k->smem = static_cast<int>(Tiles(config).smem_bytes());
-  TUNEBENCH_CUDA_CHECK(cudaKernelSetAttributeForDevice(k->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       k->smem, device));
-  return *(loaded_[key] = std::move(k));
 }
 
 void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y,
                         float* yacc, int rows, int n, int k, int grid_rows, const void* tiles,
                         const int* a_rows, const int* out_rows, cudaStream_t stream) const {
-  const Kernels& kern = kernels(config);
+  const JitKernels& kern = kernels(config);
   void* args[] = {&a, &wq, &ws, &y, &yacc, &rows, &n, &k, &tiles, &a_rows, &out_rows};
   const bool decode = is_decode_config(config);
   const std::int64_t split_k = config.get("SPLIT_K");
   const auto block_n = decode ? decode_block_n(config) : config.get("BLOCK_N");
   const auto threads = decode ? config.get("WARPS_K") * 32 : config.get("WARPS") * 32;
   const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), grid,
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), grid,
                                         dim3(static_cast<unsigned>(threads)), args,
-                                        static_cast<std::size_t>(kern.smem), stream));
+                                        static_cast<std::size_t>(kern.dynamic_smem_bytes(0)), stream));
   if (split_k > 1) {
     long long count = static_cast<long long>(rows) * n;
     void* fargs[] = {&yacc, &y, &count};
     const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + 255) / 256, 132 * 16));
-    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.finish), dim3(blocks),
+    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(1)), dim3(blocks),
                                           dim3(256), fargs, 0, stream));
   }
 }
@@ -559,13 +537,13 @@ void Mxfp4GemmOp::run_dequant(Workload& work, const void* wq, const void* ws, co
     w.w_bf16 = DeviceBuffer(static_cast<std::size_t>(w.shape.n * w.shape.k) * 2);
     w.lt = std::make_unique<CublasLtGemm>(w.shape.m, w.shape.n, w.shape.k, name());
   }
-  const Kernels& kern = kernels(config);
+  const JitKernels& kern = kernels(config);
   void* wb = w.w_bf16.get();
   int n = static_cast<int>(w.shape.n), k = static_cast<int>(w.shape.k);
   void* args[] = {&wq, &ws, &wb, &n, &k};
   const long long chunks = static_cast<long long>(n) * (k / 8);
   const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + 255) / 256, 132 * 32));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.gemm), dim3(blocks), dim3(256), args, 0,
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks), dim3(256), args, 0,
                                         stream));
   w.lt->run(config.get("ALGO"), wb, w.x.get(), w.y.get(), stream);
 }

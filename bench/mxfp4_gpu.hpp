@@ -3,9 +3,7 @@
 // kernel (bench/kernels/mxfp4_gemm.cuh) compiled per config with NVRTC.
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,13 +61,19 @@ bool is_decode_config(const Config& config);
 /// existed keep their names).
 std::int64_t decode_block_n(const Config& config);
 
-/// Compiles the kernel for `config`, dense or grouped, with FOLDSCALE on or off, for `arch`
-/// (e.g. "sm_90"): for a tile config (BLOCK_M, BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES,
-/// SPLIT_K) mxfp4_gemm, for a decode config (DECODE, BLOCK_M, WARPS_K, UNROLL, SPLIT_K,
-/// STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, both with
-/// mxfp4_splitk_finish; for a dequantize config the dequantization kernel (one for every ALGO;
-/// `moe` is ignored). Never throws for a config
-/// that fails to compile: the result carries ok == false and the log.
+/// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
+/// for `arch` (e.g. "sm_90"), and the kernels they load from it: for a tile config (BLOCK_M,
+/// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,
+/// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, each
+/// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config
+/// the dequantization kernel mxfp4_dequant_bf16 alone (one binary for every ALGO; `moe` is
+/// ignored). Every config parameter becomes a -D define. Throws ConfigError for a config
+/// lacking a parameter its kernel's shared memory depends on.
+JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const std::string& arch);
+
+/// Compiles mxfp4_jit_build's request for `config` through `compiler`'s cache (needs only the
+/// parameters it defines). Never throws for a config that fails to compile: the result carries
+/// ok == false and the log.
 CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
                                    bool foldscale, const std::string& arch);
 
@@ -147,10 +151,11 @@ class Mxfp4GpuOp : public Op {
   bool foldscale() const { return foldscale_; }
 
  protected:
-  struct Kernels;
-  /// The loaded kernels for `config` on the current device, compiled on first use. Throws
-  /// std::runtime_error with the first line of the compiler log if it does not compile.
-  const Kernels& kernels(const Config& config) const;
+  /// The loaded kernels for `config` on the current device, compiled on first use (the
+  /// kernels of mxfp4_jit_build: kernel(0) the GEMM or dequantization, kernel(1) the split-K
+  /// finish). Throws CompileError, "compile_failed: <first line of the log>", if it does not
+  /// compile, after printing the whole log on stderr.
+  const JitKernels& kernels(const Config& config) const;
   /// Enqueues the GEMM (and the split-K finish) on `stream`.
   void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,
               int rows, int n, int k, int grid_rows, const void* tiles, const int* a_rows,
@@ -160,10 +165,7 @@ class Mxfp4GpuOp : public Op {
   std::uint8_t scale_lo_, scale_hi_;
 
  private:
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, std::unique_ptr<Kernels>> loaded_;
-  mutable std::unique_ptr<KernelCompiler> compiler_;
-  const KernelCompiler& compiler() const;  // created on first use; call with mutex_ held
+  JitKernelCache jit_;  // keyed by jit_config(config): every ALGO shares one dequantize kernel
 };
 
 /// mxfp4_gemm: Y[M,N] (bf16) = X[M,K] (bf16) . dequant(W)[N,K]^T, W in MXFP4, fp32

@@ -23,7 +23,12 @@ struct SpinWorkload final : Workload {};
 
 }  // namespace
 
-SpinOp::SpinOp(std::string name, std::int64_t duration_ns) : name_(std::move(name)), duration_ns_(duration_ns) {
+SpinOp::SpinOp(std::string name, std::int64_t duration_ns)
+    : name_(std::move(name)),
+      duration_ns_(duration_ns),
+      jit_("spin kernel", [](const Config&, const std::string& arch) {
+        return JitBuild{{spin_source(), "spin.cu", {}, arch}, {JitKernel{"spin"}}};
+      }) {
   if (name_.empty() || name_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
     throw std::invalid_argument("spin op name '" + name_ + "': expected [a-z0-9_]+");
   }
@@ -39,18 +44,7 @@ std::vector<Config> SpinOp::config_space(SpaceKind) const { return {Config{{"BLO
 std::unique_ptr<Workload> SpinOp::prepare(const Shape&, std::uint64_t) const { return std::make_unique<SpinWorkload>(); }
 
 void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!library_) {
-      int device = 0;
-      TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
-      const CompileResult compiled =
-          KernelCompiler(kernel_cache_dir_or_none()).compile({spin_source(), "spin.cu", {}, query_device(device).arch()});
-      if (!compiled.ok) throw std::runtime_error("compile_failed: spin kernel: " + compiled.log);
-      library_ = std::make_unique<KernelLibrary>(compiled.cubin);
-      kernel_ = library_->kernel("spin");
-    }
-  }
+  const cudaKernel_t kernel = jit_.get(Config{}).kernel(0);
   unsigned long long ns = static_cast<unsigned long long>(duration_ns_);
   void* args[] = {&ns};
   const auto blocks = static_cast<unsigned>(config.get("BLOCKS"));
@@ -58,7 +52,7 @@ void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
   const bool counted = std::any_of(params.begin(), params.end(), [](const auto& p) { return p.first == "KERNELS"; });
   const std::int64_t kernels = counted ? config.get("KERNELS") : 1;
   for (std::int64_t i = 0; i < kernels; ++i) {
-    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(blocks), dim3(1), args, 0, stream));
+    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks), dim3(1), args, 0, stream));
   }
 }
 

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "tunebench/nvrtc.hpp"
@@ -31,7 +30,7 @@ class SpinOp final : public Op {
   std::string kernel_version() const override;
   std::vector<Config> config_space(SpaceKind kind) const override;
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
-  /// Launches the spin kernel on `stream`. Throws std::runtime_error if it does not compile,
+  /// Launches the spin kernel on `stream`. Throws CompileError if it does not compile,
   /// CudaError if it does not launch.
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape&) const override { return 0; }
@@ -42,9 +41,7 @@ class SpinOp final : public Op {
  private:
   std::string name_;
   std::int64_t duration_ns_;
-  mutable std::mutex mutex_;
-  mutable std::unique_ptr<KernelLibrary> library_;
-  mutable cudaKernel_t kernel_ = nullptr;
+  JitKernelCache jit_;  // one entry: the kernel does not depend on the config
 };
 
 }  // namespace tunebench::bench

@@ -7,6 +7,7 @@
 #include "cpu_mxfp4_gemm.hpp"
 #include "settings/settings.hpp"
 #include "tune/autotuner.hpp"
+#include "tunebench/nvrtc.hpp"
 #include "timing/timer.hpp"
 
 using tunebench::Config;
@@ -87,7 +88,7 @@ TEST(Autotuner, TiesWithinNoiseGoToTheEarliestConfig) {
 TEST(Autotuner, FailuresAreDataAndStoredFailuresAreNotRetried) {
   tunebench::TuneOptions o;
   const tunebench::RunTimer timer = [](const Config& c) -> std::chrono::nanoseconds {
-    if (c.get("B") == 1) throw std::runtime_error("compile_failed: error: too many registers");
+    if (c.get("B") == 1) throw tunebench::CompileError("", "error: too many registers\nsecond line of the log");
     if (c.get("B") == 2) throw std::runtime_error("illegal launch");
     return std::chrono::nanoseconds(500);
   };

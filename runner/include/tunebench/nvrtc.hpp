@@ -1,14 +1,23 @@
 #pragma once
 // Run-time compilation of CUDA kernels with NVRTC, one binary per config, cached on disk, and
 // loading of the result through the CUDA runtime's library API (no link to the driver).
+// JitKernelCache puts the two together for an op: each config compiled and loaded once.
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "tunebench/config.hpp"
+#include "tunebench/cuda.hpp"
 
 namespace tunebench {
 
@@ -22,13 +31,28 @@ struct CompileRequest {
   std::string arch;                  ///< a real architecture, e.g. "sm_90" (cubin output)
 };
 
-/// Outcome of a compilation. A config that does not compile is data, not an exception.
+/// A config that does not compile. what() is one line, "compile_failed: <label>: <first line of
+/// the compiler log>" (without "<label>: " when the label is empty); the autotuner records it as
+/// the config's error with status compile_failed. log() is NVRTC's whole log.
+class CompileError : public std::runtime_error {
+ public:
+  /// `label` names what failed (e.g. "hbm_read"); `log` is the compiler's log.
+  CompileError(const std::string& label, std::string log);
+  /// The compiler's full log (every error and warning, several lines).
+  const std::string& log() const noexcept { return *log_; }
+
+ private:
+  std::shared_ptr<const std::string> log_;  // shared: copying an exception must not throw
+};
+
+/// Outcome of a compilation. For KernelCompiler a config that does not compile is data, not an
+/// exception (JitKernelCache turns it into a CompileError).
 struct CompileResult {
-  bool ok = false;
-  std::string cubin;  ///< the binary, when ok
-  std::string log;    ///< NVRTC's log (warnings when ok, errors otherwise)
-  bool from_cache = false;
-  std::string key;    ///< hex cache key
+  bool ok = false;          ///< whether it compiled
+  std::string cubin;        ///< the binary, when ok
+  std::string log;          ///< NVRTC's log (warnings when ok, errors otherwise)
+  bool from_cache = false;  ///< read from the disk cache rather than compiled now
+  std::string key;          ///< hex cache key (16 digits): the file is <cache_dir>/<key>.cubin
 };
 
 /// "major.minor" of the NVRTC library in use.
@@ -48,6 +72,7 @@ class KernelCompiler {
   /// result with ok == false and the log.
   CompileResult compile(const CompileRequest& request) const;
 
+  /// The disk cache folder; empty when the disk cache is off.
   const std::filesystem::path& cache_dir() const { return cache_dir_; }
 
  private:
@@ -71,17 +96,104 @@ class KernelLibrary {
  public:
   /// Loads `cubin`. Throws CudaError (e.g. a cubin for another architecture).
   explicit KernelLibrary(const std::string& cubin);
-  ~KernelLibrary();
-  KernelLibrary(KernelLibrary&& o) noexcept : lib_(std::exchange(o.lib_, nullptr)) {}
-  KernelLibrary& operator=(KernelLibrary&& o) noexcept;
-  KernelLibrary(const KernelLibrary&) = delete;
-  KernelLibrary& operator=(const KernelLibrary&) = delete;
 
   /// The extern "C" kernel `name`; throws CudaError if absent.
   cudaKernel_t kernel(const char* name) const;
 
  private:
-  cudaLibrary_t lib_ = nullptr;
+  Handle<cudaLibrary_t, cudaLibraryUnload> lib_;
+};
+
+/// One extern "C" kernel an op loads from a config's binary.
+struct JitKernel {
+  std::string name;  ///< its extern "C" name in the source
+  /// Bytes of dynamic shared memory its launches use. Above 0 the kernel is opted in to that
+  /// much (cudaFuncAttributeMaxDynamicSharedMemorySize) on the current device when loaded, as
+  /// launches above 48 KiB require; 0 leaves the kernel's attributes alone.
+  int dynamic_smem_bytes = 0;
+};
+
+/// What an op compiles for one config, and what it loads from the result.
+struct JitBuild {
+  CompileRequest request;          ///< the source, options (the config as -D defines) and arch
+  std::vector<JitKernel> kernels;  ///< loaded in this order: JitKernels::kernel(i) is kernels[i]
+};
+
+/// An op's recipe: the build of `config` for `arch` ("sm_90"); request.arch should be `arch`.
+/// Called from several threads at once by JitKernelCache::precompile, so it must only read
+/// constant state. May throw (e.g. ConfigError for a config lacking a parameter).
+using JitBuilder = std::function<JitBuild(const Config& config, const std::string& arch)>;
+
+/// The loaded kernels of one config on the current device (owns the library they live in).
+class JitKernels {
+ public:
+  /// Loads `cubin` and looks up every kernel of `kernels`, applying its dynamic shared memory
+  /// for `device`. Throws CudaError (a cubin for another architecture, a kernel not in it).
+  JitKernels(const std::string& cubin, const std::vector<JitKernel>& kernels, int device);
+
+  /// Kernel `i` of the build's list, for cudaLaunchKernel. Throws std::out_of_range.
+  cudaKernel_t kernel(std::size_t i) const { return kernels_.at(i); }
+  /// Its dynamic shared memory in bytes, as the build gave it (the launch's smem argument).
+  int dynamic_smem_bytes(std::size_t i) const { return smem_.at(i); }
+  /// How many kernels were loaded.
+  std::size_t size() const { return kernels_.size(); }
+
+ private:
+  KernelLibrary library_;
+  std::vector<cudaKernel_t> kernels_;
+  std::vector<int> smem_;
+};
+
+/// One op's JIT kernels: each config compiled (through the disk cache of KernelCompiler) and
+/// loaded on first use, for the current device's architecture, and kept for the cache's
+/// lifetime, so a timed run only launches. Entries are keyed by Config::str(): an op whose
+/// configs share a binary (parameters read only at launch) passes them in one canonical form.
+/// Thread-safe; not copyable or movable (ops hold it as a member).
+class JitKernelCache {
+ public:
+  /// `label` names the kernels in CompileError messages; `build` is the op's recipe. The disk
+  /// cache is kernel_cache_dir_or_none(), read when first needed (not here: building an op
+  /// reads no environment and touches no file).
+  JitKernelCache(std::string label, JitBuilder build);
+  /// The same with the disk cache in `cache_dir` (created when first needed; an empty path
+  /// compiles every time), e.g. a test's scratch folder.
+  JitKernelCache(std::string label, JitBuilder build, std::filesystem::path cache_dir);
+  JitKernelCache(const JitKernelCache&) = delete;
+  JitKernelCache& operator=(const JitKernelCache&) = delete;
+  /// Unloads every config's kernels (errors reported on stderr, never thrown).
+  ~JitKernelCache();
+
+  /// The kernels of `config` on the current device, compiled and loaded on first use (the
+  /// reference stays valid as long as the cache). Concurrent calls wait for each other. Throws
+  /// CompileError when the config does not compile (not remembered: a later call compiles
+  /// again), CudaError when no device is usable or loading fails, std::runtime_error when the
+  /// disk cache or NVRTC fails, and whatever the builder throws.
+  const JitKernels& get(const Config& config) const;
+
+  /// Compiles `configs` for `arch` into the disk cache on up to `threads` threads (NVRTC
+  /// compiles concurrently), so that get() then only loads. Loads nothing and needs no device.
+  /// Skips configs already loaded or repeated; failures are left for get() to report, with the
+  /// config. Does nothing when there is no disk cache to keep the results. Throws only for
+  /// failures to set up (the disk cache folder cannot be created).
+  void precompile(const std::vector<Config>& configs, const std::string& arch, int threads) const;
+
+  /// Compiles `config` for `arch` (or reads it from the disk cache) without loading it; needs
+  /// no device. The result has ok true. Throws as get(), CompileError included.
+  CompileResult compile(const Config& config, const std::string& arch) const;
+
+  /// The label given at construction.
+  const std::string& label() const { return label_; }
+
+ private:
+  const KernelCompiler& compiler() const;  // made on first use
+
+  std::string label_;
+  JitBuilder build_;
+  std::optional<std::filesystem::path> cache_dir_;  // nullopt: kernel_cache_dir_or_none()
+  mutable std::mutex mutex_;
+  mutable std::once_flag compiler_once_;
+  mutable std::unique_ptr<KernelCompiler> compiler_;
+  mutable std::map<std::string, std::unique_ptr<JitKernels>> loaded_;
 };
 
 }  // namespace tunebench

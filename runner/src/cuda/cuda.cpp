@@ -45,51 +45,30 @@ void cuda_check_nothrow(cudaError_t status, const char* call, const char* file, 
   std::cerr << "tunebench: " << describe(status, call, file, line) << "\n";
 }
 
-Stream::Stream() { TUNEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-Stream::~Stream() {
-  if (s_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s_));
-}
-Stream& Stream::operator=(Stream&& o) noexcept {
-  if (this != &o) {
-    if (s_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s_));
-    s_ = std::exchange(o.s_, nullptr);
-  }
-  return *this;
+Stream::Stream() {
+  cudaStream_t s = nullptr;
+  TUNEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  s_.reset(s);
 }
 
-Event::Event() { TUNEBENCH_CUDA_CHECK(cudaEventCreate(&e_)); }
-Event::~Event() {
-  if (e_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaEventDestroy(e_));
-}
-Event& Event::operator=(Event&& o) noexcept {
-  if (this != &o) {
-    if (e_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaEventDestroy(e_));
-    e_ = std::exchange(o.e_, nullptr);
-  }
-  return *this;
+Event::Event() {
+  cudaEvent_t e = nullptr;
+  TUNEBENCH_CUDA_CHECK(cudaEventCreate(&e));
+  e_.reset(e);
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) TUNEBENCH_CUDA_CHECK(cudaMalloc(&p_, bytes));
-}
-DeviceBuffer::~DeviceBuffer() {
-  if (p_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaFree(p_));
-}
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaFree(p_));
-    p_ = std::exchange(o.p_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
+  void* p = nullptr;
+  if (bytes) TUNEBENCH_CUDA_CHECK(cudaMalloc(&p, bytes));
+  p_.reset(p);
 }
 void DeviceBuffer::upload(const void* src, std::size_t bytes) {
-  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::upload: more bytes than the buffer holds");
-  TUNEBENCH_CUDA_CHECK(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice));
+  if (bytes > this->bytes()) throw std::out_of_range("DeviceBuffer::upload: more bytes than the buffer holds");
+  TUNEBENCH_CUDA_CHECK(cudaMemcpy(get(), src, bytes, cudaMemcpyHostToDevice));
 }
 void DeviceBuffer::download(void* dst, std::size_t bytes) const {
-  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::download: more bytes than the buffer holds");
-  TUNEBENCH_CUDA_CHECK(cudaMemcpy(dst, p_, bytes, cudaMemcpyDeviceToHost));
+  if (bytes > this->bytes()) throw std::out_of_range("DeviceBuffer::download: more bytes than the buffer holds");
+  TUNEBENCH_CUDA_CHECK(cudaMemcpy(dst, get(), bytes, cudaMemcpyDeviceToHost));
 }
 
 DeviceInfo query_device(int ordinal) {

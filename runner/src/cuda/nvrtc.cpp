@@ -138,25 +138,14 @@ fs::path kernel_cache_dir_or_none() noexcept {
 std::string content_hash(const std::string& text) { return hex(fnv1a(text)); }
 
 KernelLibrary::KernelLibrary(const std::string& cubin) {
-  TUNEBENCH_CUDA_CHECK(cudaLibraryLoadData(&lib_, cubin.data(), nullptr, nullptr, 0, nullptr,
-                                           nullptr, 0));
-}
-
-KernelLibrary::~KernelLibrary() {
-  if (lib_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaLibraryUnload(lib_));
-}
-
-KernelLibrary& KernelLibrary::operator=(KernelLibrary&& o) noexcept {
-  if (this != &o) {
-    if (lib_) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaLibraryUnload(lib_));
-    lib_ = std::exchange(o.lib_, nullptr);
-  }
-  return *this;
+  cudaLibrary_t lib = nullptr;
+  TUNEBENCH_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  lib_.reset(lib);
 }
 
 cudaKernel_t KernelLibrary::kernel(const char* name) const {
   cudaKernel_t k = nullptr;
-  TUNEBENCH_CUDA_CHECK(cudaLibraryGetKernel(&k, lib_, name));
+  TUNEBENCH_CUDA_CHECK(cudaLibraryGetKernel(&k, lib_.get(), name));
   return k;
 }
 

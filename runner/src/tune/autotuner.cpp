@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tunebench/cuda.hpp"
+#include "tunebench/nvrtc.hpp"
 
 namespace tunebench {
 
@@ -71,10 +72,12 @@ Measurement time_config(const Config& config, const RunTimer& time_run, const Tu
     m.status = Status::kLaunchFailed;
     m.error = one_line(e.what());
     if (e.sticky()) throw;
+  } catch (const CompileError& e) {
+    m.status = Status::kCompileFailed;
+    m.error = one_line(e.what());
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    m.status = what.rfind("compile_failed", 0) == 0 ? Status::kCompileFailed : Status::kLaunchFailed;
-    m.error = one_line(what);
+    m.status = Status::kLaunchFailed;
+    m.error = one_line(e.what());
   }
   return m;
 }

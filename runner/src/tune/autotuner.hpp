@@ -65,8 +65,8 @@ using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
 /// Op::precompile of those to be timed:
 /// warmup runs, then repetitions; p20/p50/p80 of the repetitions, p50 the score. Configs whose
 /// stored result in `known` failed are skipped (a rerun does not retry them); every other
-/// config's outcome is in results, failures included: compile_failed (an exception whose
-/// message starts "compile_failed"), launch_failed (any other exception), timeout. A CudaError
+/// config's outcome is in results, failures included: compile_failed (a CompileError),
+/// launch_failed (any other exception), timeout. A CudaError
 /// that leaves the context unusable (sticky) ends the sweep: the config is recorded and
 /// fatal_error set, so the caller can store what was learnt before giving up.
 TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device, const RunTimer& time_run,
