@@ -122,21 +122,19 @@ bool is_identifier(const std::string& s) {
   });
 }
 
-}  // namespace
-
-ShapeSet load_shape_file(const fs::path& file) {
+// The file's one YAML document (null when empty).
+YAML::Node read_yaml(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
     throw ShapeError(file.string() + ": not a regular file (expected a YAML shape file)");
   }
-  YAML::Node root;
   try {
     const auto docs = YAML::LoadAllFromFile(file.string());
     if (docs.size() > 1) {
       throw ShapeError(file.string() + ": holds " + std::to_string(docs.size()) +
                        " YAML documents, expected one shape set per file");
     }
-    if (!docs.empty()) root = docs[0];
+    return docs.empty() ? YAML::Node() : docs[0];
   } catch (const YAML::BadFile&) {
     throw ShapeError(file.string() + ": cannot open shape file");
   } catch (const YAML::Exception& e) {
@@ -146,41 +144,37 @@ ShapeSet load_shape_file(const fs::path& file) {
     }
     throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML: " + msg);
   }
-  const Where top(file, "", root);
-  if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
-  check_keys(root, top, {"name", "gemms", "shapes"}, {"description", "moe"});
+}
 
-  ShapeSet set;
-  set.source = file;
-  set.name = read_string(root["name"], top.child("name"));
-  if (!is_identifier(set.name)) {
-    top.child("name").fail(root["name"], "expected letters, digits and '_', got '" + set.name + "'");
+// The non-empty list `key` of the top level.
+YAML::Node read_list(const YAML::Node& root, const Where& at) {
+  const YAML::Node list = root;
+  if (!list.IsSequence() || list.size() == 0) {
+    at.fail(list, list.IsSequence() ? std::string("expected a non-empty list, got an empty one")
+                                    : std::string("expected a non-empty list, got ") + type_name(list));
   }
-  if (root["description"]) {
-    set.description = read_string(root["description"], top.child("description"));
-  }
+  return list;
+}
 
-  // Only routed ops read the geometry; whether a set must have it is theirs to say
-  // (ShapeRules::needs_moe), but one that is given must be whole.
-  std::int64_t experts = 0, top_k = 0;
-  if (root["moe"]) {
-    const Where moe_at = top.child("moe");
-    check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
-    experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
-    top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
-    if (top_k > experts) {
-      moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) +
-                                                           " exceeds experts " + std::to_string(experts));
-    }
+// Only routed ops read the geometry; whether a set must have it is theirs to say
+// (ShapeRules::needs_moe), but one that is given must be whole. {0, 0} when absent.
+std::pair<std::int64_t, std::int64_t> read_moe(const YAML::Node& root, const Where& top) {
+  if (!root["moe"]) return {0, 0};
+  const Where moe_at = top.child("moe");
+  check_keys(root["moe"], moe_at, {"experts", "top_k"}, {});
+  const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
+  const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
+  if (top_k > experts) {
+    moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) + " exceeds experts " +
+                                                         std::to_string(experts));
   }
+  return {experts, top_k};
+}
 
-  const YAML::Node gemms_node = root["gemms"];
+std::vector<GemmEntry> read_gemms(const YAML::Node& root, const Where& top) {
   const Where gemms_at = top.child("gemms");
-  if (!gemms_node.IsSequence() || gemms_node.size() == 0) {
-    gemms_at.fail(gemms_node, gemms_node.IsSequence() ? std::string("expected a non-empty list, got an empty one")
-                                             : std::string("expected a non-empty list, got ") + type_name(gemms_node));
-  }
-  std::vector<GemmEntry>& gemms = set.gemms;
+  const YAML::Node gemms_node = read_list(root["gemms"], gemms_at);
+  std::vector<GemmEntry> gemms;
   for (std::size_t i = 0; i < gemms_node.size(); ++i) {
     const YAML::Node g = gemms_node[i];
     const Where at = gemms_at.index(i);
@@ -200,13 +194,13 @@ ShapeSet load_shape_file(const fs::path& file) {
     }
     gemms.push_back(gemm);
   }
+  return gemms;
+}
 
-  const YAML::Node shapes_node = root["shapes"];
+// One Shape per entry of `shapes` and gemm, in that order.
+void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_t, std::int64_t> moe, ShapeSet& set) {
   const Where shapes_at = top.child("shapes");
-  if (!shapes_node.IsSequence() || shapes_node.size() == 0) {
-    shapes_at.fail(shapes_node, shapes_node.IsSequence() ? std::string("expected a non-empty list, got an empty one")
-                                             : std::string("expected a non-empty list, got ") + type_name(shapes_node));
-  }
+  const YAML::Node shapes_node = read_list(root["shapes"], shapes_at);
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
   for (std::size_t i = 0; i < shapes_node.size(); ++i) {
     const YAML::Node s = shapes_node[i];
@@ -215,15 +209,33 @@ ShapeSet load_shape_file(const fs::path& file) {
     const auto m = read_positive(s["m"], at.child("m"), kMaxM);
     std::optional<std::int64_t> calls;
     if (s["calls"]) calls = read_positive(s["calls"], at.child("calls"), std::int64_t{1} << 40);
-    for (const auto& g : gemms) {
+    for (const auto& g : set.gemms) {
       if (!seen.emplace(m, g.n, g.k).second) {
-        at.child("m").fail(s["m"], "duplicate shape M=" + std::to_string(m) + " N=" +
-                                       std::to_string(g.n) + " K=" + std::to_string(g.k) +
-                                       " (benchmark names would collide)");
+        at.child("m").fail(s["m"], "duplicate shape M=" + std::to_string(m) + " N=" + std::to_string(g.n) +
+                                       " K=" + std::to_string(g.k) + " (benchmark names would collide)");
       }
-      set.shapes.push_back(Shape{set.name, g.name, m, g.n, g.k, experts, top_k, calls});
+      set.shapes.push_back(Shape{set.name, g.name, m, g.n, g.k, moe.first, moe.second, calls});
     }
   }
+}
+
+}  // namespace
+
+ShapeSet load_shape_file(const fs::path& file) {
+  const YAML::Node root = read_yaml(file);
+  const Where top(file, "", root);
+  if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
+  check_keys(root, top, {"name", "gemms", "shapes"}, {"description", "moe"});
+  ShapeSet set;
+  set.source = file;
+  set.name = read_string(root["name"], top.child("name"));
+  if (!is_identifier(set.name)) {
+    top.child("name").fail(root["name"], "expected letters, digits and '_', got '" + set.name + "'");
+  }
+  if (root["description"]) set.description = read_string(root["description"], top.child("description"));
+  const auto moe = read_moe(root, top);
+  set.gemms = read_gemms(root, top);
+  read_shapes(root, top, moe, set);
   return set;
 }
 
