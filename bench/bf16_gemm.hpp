@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cublaslt_gemm.hpp"
+#include "gemm_cost.hpp"
 #include "tunebench/op.hpp"
 
 namespace tunebench::bench {
@@ -95,6 +96,8 @@ class Bf16GemmOp final : public Op {
   double flops(const Shape& shape) const override;
   /// 2*N*K + 2*M*K + 2*M*N bytes.
   double bytes(const Shape& shape) const override;
+  /// The H200's measured peaks (measured_roofline in gemm_cost.hpp).
+  RooflinePeaks roofline_peaks(const DeviceInfo& device) const override { return measured_roofline(device); }
 };
 
 }  // namespace tunebench::bench

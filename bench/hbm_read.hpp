@@ -54,6 +54,8 @@ class HbmReadOp final : public Op {
   CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;
   double flops(const Shape&) const override { return 0; }
   double bytes(const Shape& shape) const override { return of_->bytes(shape); }
+  /// The peaks of the op whose bytes it reads.
+  RooflinePeaks roofline_peaks(const DeviceInfo& device) const override { return of_->roofline_peaks(device); }
 
  private:
   std::shared_ptr<const Op> of_;

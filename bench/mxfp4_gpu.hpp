@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_cost.hpp"
 #include "mxfp4.hpp"
 #include "tunebench/nvrtc.hpp"
 #include "tunebench/op.hpp"
@@ -88,6 +89,8 @@ std::vector<std::uint16_t> last_output(const Workload& work);
 /// Shared machinery of the two MXFP4 GPU ops (config space, can_implement, compilation).
 class Mxfp4GpuOp : public Op {
  public:
+  /// The H200's measured peaks (measured_roofline in gemm_cost.hpp).
+  RooflinePeaks roofline_peaks(const DeviceInfo& device) const override { return measured_roofline(device); }
   /// `foldscale` selects the fold-scale dequant variant (compiled in; not part of the config,
   /// so both variants can run identical configs). Weights get E8M0 scales uniform in
   /// [scale_lo, scale_hi] (default 115..128: 2^-12..2^1, where trained weights sit).

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_mxfp4_gemm.hpp"
+#include "gemm_cost.hpp"
 #include "plan/family.hpp"
 
 namespace {
@@ -114,10 +115,10 @@ TEST(FamilyName, CollisionIsAnError) {
 }
 
 TEST(Roofline, PeaksAreTheMeasuredH200OnesAndUnknownElsewhere) {
-  const auto [bw, flops] = tunebench::roofline_peaks("NVIDIA H200");
+  const auto [bw, flops] = tunebench::bench::roofline_peaks("NVIDIA H200");
   EXPECT_DOUBLE_EQ(bw, 4243e9);
   EXPECT_DOUBLE_EQ(flops, 790e12);
-  EXPECT_EQ(tunebench::roofline_peaks("NVIDIA A100-SXM4-80GB"), std::make_pair(0.0, 0.0));
+  EXPECT_EQ(tunebench::bench::roofline_peaks("NVIDIA A100-SXM4-80GB"), std::make_pair(0.0, 0.0));
 }
 
 TEST(MakeFamilies, ARoutedOpHasNoFamiliesOnASetWithoutMoeAndTheOthersRun) {

@@ -29,6 +29,14 @@ struct CheckResult {
   bool passed(double tolerance) const { return all_finite && rel_error <= tolerance; }
 };
 
+/// The peak rates an op's roofline% counter is measured against on one device (0: unknown, no
+/// counter): roofline% = 100 x max(flops / flops_peak, bytes / bytes_per_s) / time.
+struct RooflinePeaks {
+  double bytes_per_s = 0;  ///< memory bandwidth the op's bytes move at, bytes/s
+  double flops = 0;        ///< arithmetic rate of the op's flops, FLOP/s
+  std::string source;      ///< one line: where the figures come from (the JSON context says it)
+};
+
 /// The inputs, outputs and scratch an op needs for one shape, owned by the op's own subclass.
 /// Created once per benchmark (outside the timed region) by Op::prepare.
 class Workload {
@@ -125,6 +133,14 @@ class Op {
 
   /// Bytes one run must move at least (inputs read once, output written once).
   virtual double bytes(const Shape& shape) const = 0;
+
+  /// The roofline of this op on `device`, for the roofline% counter of GPU ops. The default is
+  /// unknown (no counter): the peaks are facts of the op's kind of work on a device, which the
+  /// op knows (a BF16 tensor-core GEMM's rate is not an FP8 one's).
+  virtual RooflinePeaks roofline_peaks(const DeviceInfo& device) const {
+    (void)device;
+    return {};
+  }
 };
 
 using OpList = std::vector<std::shared_ptr<const Op>>;

@@ -23,11 +23,6 @@ std::string family_name(const Op& op, const Shape& shape) {
 
 std::string reported_name(const Family& family) { return family.name + "/manual_time"; }
 
-std::pair<double, double> roofline_peaks(const std::string& device_name) {
-  if (device_name.find("H200") != std::string::npos) return {4243e9, 790e12};
-  return {0, 0};
-}
-
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets) {
   std::vector<Family> families;
   std::set<std::string> names;

@@ -33,10 +33,5 @@ std::string reported_name(const Family& family);
 /// (two ops of one name, say).
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets);
 
-/// Peaks of a device known to tunebench, by name: for "H200", the device-to-device copy
-/// bandwidth (4243 GB/s, read + write) and the BF16 GEMM rate of a library GEMM on random data
-/// (790 TFLOP/s) measured on an H200 (docs/perf-mxfp4.md); {0, 0} for other devices. Measured
-/// rather than datasheet peaks, so 100% is what the card was seen to reach.
-std::pair<double, double> roofline_peaks(const std::string& device_name);
 
 }  // namespace tunebench

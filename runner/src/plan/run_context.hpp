@@ -36,10 +36,6 @@ struct RunContext {
   TimingMode timing_mode = TimingMode::kKernel;
   /// Flush L2 before every timed run (TimingOptions::cold_l2); part of the cache key's timing.
   bool cold_l2 = false;
-  /// Peaks for the "roofline%" counter of GPU ops (0: unknown device, no counter): memory
-  /// bandwidth in bytes/s and dense BF16 tensor-core rate in FLOP/s. See roofline_peaks().
-  double peak_bytes_per_s = 0;
-  double peak_flops = 0;
   /// Every benchmark's config and its source is added here (record mode); may be null.
   std::shared_ptr<RunRecord> record;
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs

@@ -14,7 +14,7 @@ namespace {
 
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-void add_gpu_context(const RunContext& c) {
+void add_gpu_context(const RunContext& c, const OpList& ops) {
   benchmark::AddCustomContext("gpu_name", c.device.name);
   benchmark::AddCustomContext("gpu_compute_capability",
                               std::to_string(c.device.cc_major) + "." + std::to_string(c.device.cc_minor));
@@ -30,20 +30,26 @@ void add_gpu_context(const RunContext& c) {
   benchmark::AddCustomContext("cuda_driver_version", version_text(driver));
   benchmark::AddCustomContext("cuda_runtime_version", version_text(runtime));
   benchmark::AddCustomContext("cupti_version", std::to_string(CuptiTimer::version()));
-  benchmark::AddCustomContext("roofline_peaks", c.peak_flops > 0
-                                                    ? "measured on an H200: 4243 GB/s device-to-device copy, 790 TFLOP/s BF16 GEMM"
-                                                    : "unknown for this device: no roofline% counter");
+  std::string peaks = "unknown for this device: no roofline% counter";
+  for (const auto& op : ops) {
+    const RooflinePeaks p = op->needs_gpu() ? op->roofline_peaks(c.device) : RooflinePeaks{};
+    if (p.flops > 0 && p.bytes_per_s > 0) {
+      peaks = p.source;
+      break;
+    }
+  }
+  benchmark::AddCustomContext("roofline_peaks", peaks);
 }
 
 }  // namespace
 
-void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu) {
+void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu, const OpList& ops) {
   benchmark::AddCustomContext("tunebench_version", kVersion);
   benchmark::AddCustomContext("tunebench_git_revision", kGitRevision);
   benchmark::AddCustomContext("tunebench_shapes", absolute_text(settings.shapes));
   benchmark::AddCustomContext("tunebench_seed", std::to_string(settings.seed));
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count) : "0 (" + gpu.reason + ")");
-  if (gpu.available()) add_gpu_context(context);
+  if (gpu.available()) add_gpu_context(context, ops);
 }
 
 void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {

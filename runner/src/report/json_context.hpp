@@ -11,8 +11,8 @@ namespace tunebench {
 /// The run's own fields: tunebench_version, tunebench_git_revision, tunebench_shapes (absolute),
 /// tunebench_seed, cuda_devices, and on a machine with a GPU its name, compute capability, SM
 /// count, timing_mode, gpu_sm_clock_mhz_start, gpu_uuid, driver, runtime and CUPTI versions and
-/// where the roofline peaks come from.
-void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu);
+/// where the roofline peaks of the first GPU op that knows them come from (Op::roofline_peaks).
+void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu, const OpList& ops);
 
 /// The sweep's figures: tunebench_isolated_sweep_{keys,seconds} for the isolated sweep, else
 /// parallel_warmup_{gpus,keys,seconds,disagreements,disagreeing_keys}.

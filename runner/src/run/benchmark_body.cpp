@@ -66,8 +66,9 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   state.SetLabel(last.label);
   const SmClock clock_start = sm_clock(context);
   if (const auto total = last.timing->measure(state, last.config)) {
+    const RooflinePeaks peaks = family.op->roofline_peaks(context.device);
     set_rate_counters(state, {family.op->flops(family.shape), family.op->bytes(family.shape), total->iterations,
-                              total->seconds, family.op->needs_gpu(), context.peak_flops, context.peak_bytes_per_s});
+                              total->seconds, family.op->needs_gpu(), peaks.flops, peaks.bytes_per_s});
     const SmClock clock_end = sm_clock(context);
     if (clock_start.mhz && clock_end.mhz) {
       state.counters["sm_mhz_start"] = *clock_start.mhz;

@@ -37,7 +37,6 @@ void use_gpu(RunContext& c, const OpList& ops, bool listing) {
   int runtime = 0;
   TUNEBENCH_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   c.cuda_toolkit = "cuda " + version_text(runtime);
-  std::tie(c.peak_bytes_per_s, c.peak_flops) = roofline_peaks(c.device.name);
   const bool any_gpu_op = std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->needs_gpu(); });
   std::string why;
   if (uses_cupti(c.timing_mode) && any_gpu_op && !listing && !CuptiTimer::available(&why)) {

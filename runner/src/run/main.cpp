@@ -126,7 +126,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
     std::cerr << "bench: no CUDA device (" << gpu.reason << "): " << n
               << " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
   }
-  add_run_context(*context, s, gpu);
+  add_run_context(*context, s, gpu, ops);
   const std::string results = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
   if (dir.claimed()) dir.write_manifest(*context, inv, results, false);
   if (!inv.listing()) sweep_stage(inv, families, filter, *context, gpu);
