@@ -7,6 +7,7 @@
 #include "cpu_mxfp4_gemm.hpp"
 #include "settings/settings.hpp"
 #include "tune/autotuner.hpp"
+#include "tune/sweep_strategy.hpp"
 #include "tunebench/nvrtc.hpp"
 #include "timing/timer.hpp"
 
@@ -257,4 +258,42 @@ TEST(Autotuner, PrecompilesExactlyTheConfigsItWillTimeBeforeTimingAny) {
   EXPECT_EQ(op.precompiled[0].first, (std::vector<Config>{Config{{"B", 2}}, Config{{"B", 3}}}));
   EXPECT_EQ(op.precompiled[0].second, 3);
   EXPECT_EQ(out.best.str(), "B=2");
+}
+
+namespace {
+
+// A strategy that times nothing: it records what it was handed and declares the last config
+// the winner, as a racing strategy would after dropping the others.
+class LastWins final : public tunebench::SweepStrategy {
+ public:
+  std::string name() const override { return "last-wins"; }
+  void sweep(const std::vector<Config>& order, const tunebench::RunTimer&, const tunebench::TuneOptions&,
+             const std::string&, tunebench::TuneOutcome& out) const override {
+    handed = order;
+    out.best = order.back();
+    out.best_p50_ns = 7;
+  }
+  mutable std::vector<Config> handed;
+};
+
+}  // namespace
+
+TEST(Autotuner, TheStrategyGetsThePreparedConfigsAndChoosesTheWinner) {
+  auto strategy = std::make_shared<LastWins>();
+  tunebench::TuneOptions o;
+  o.strategy = strategy;
+  FakeOp op;
+  // B=4 is refused by can_implement and B=2 failed in an earlier run: neither reaches the strategy.
+  const std::vector<tunebench::cache::Measurement> known = {{"B=2", Status::kLaunchFailed, std::nullopt,
+                                                             std::nullopt, std::nullopt, "earlier", 0, ""}};
+  const auto out = tunebench::autotune(op, kShape, kDevice, fixed({{1, 10}, {2, 10}, {3, 10}}), o, known);
+  ASSERT_EQ(strategy->handed.size(), 2u);
+  EXPECT_EQ(strategy->handed[0].str(), "B=1");
+  EXPECT_EQ(strategy->handed[1].str(), "B=3");
+  EXPECT_EQ(out.best.str(), "B=3");
+  EXPECT_EQ(out.best_p50_ns, 7);
+  EXPECT_EQ(out.rejected, 1);
+  EXPECT_EQ(out.reused_failures, 1);
+  ASSERT_EQ(op.precompiled.size(), 1u);  // precompiled before the strategy runs
+  EXPECT_EQ(op.precompiled[0].first, strategy->handed);
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "tunebench/op.hpp"
 
 namespace tunebench {
+
+class SweepStrategy;
 
 /// How a sweep runs. Plain autotune (the default space) is the common case; USE_FLAGTUNE=1
 /// selects the expanded space for an exhaustive search.
@@ -35,6 +38,8 @@ struct TuneOptions {
   /// config is timed (the config's text, compiling false), so a watchdog can tell a slow sweep
   /// from a hung one and name the config that hung. May be empty.
   std::function<void(const std::string& activity, bool compiling)> on_progress;
+  /// How the configs are timed and the winner chosen (sweep_strategy.hpp); null: FullSweep.
+  std::shared_ptr<const SweepStrategy> strategy;
 };
 
 /// Outcome of a sweep.
@@ -61,14 +66,14 @@ class StickyCudaError : public std::runtime_error {
 using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
 
 /// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device` (when
-/// exactly one can, it is the winner untimed, best_p50_ns 0 and no results), after
-/// Op::precompile of those to be timed:
-/// warmup runs, then repetitions; p20/p50/p80 of the repetitions, p50 the score. Configs whose
-/// stored result in `known` failed are skipped (a rerun does not retry them); every other
-/// config's outcome is in results, failures included: compile_failed (a CompileError),
-/// launch_failed (any other exception), timeout. A CudaError
-/// that leaves the context unusable (sticky) ends the sweep: the config is recorded and
-/// fatal_error set, so the caller can store what was learnt before giving up.
+/// exactly one can, it is the winner untimed, best_p50_ns 0 and no results). Configs whose
+/// stored result in `known` failed are skipped (a rerun does not retry them); the rest are
+/// precompiled (Op::precompile) and handed to options.strategy (FullSweep when null), which times
+/// them and picks the winner: with FullSweep, warmup runs then repetitions per config,
+/// p20/p50/p80 of the repetitions, p50 the score; every config's outcome in results, failures
+/// included: compile_failed (a CompileError), launch_failed (any other exception), timeout. A
+/// CudaError that leaves the context unusable (sticky) ends the sweep: the config is recorded
+/// and fatal_error set, so the caller can store what was learnt before giving up.
 TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device, const RunTimer& time_run,
                      const TuneOptions& options, const std::vector<cache::Measurement>& known = {},
                      const std::string& device_uuid = "");
