@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "cpu_mxfp4_gemm.hpp"
-#include "settings/settings.hpp"
+#include "settings_from_env.hpp"
 #include "tune/autotuner.hpp"
 #include "tune/sweep_strategy.hpp"
 #include "tunebench/nvrtc.hpp"
@@ -16,13 +16,7 @@ using tunebench::cache::Status;
 
 namespace tunebench {
 namespace {
-// USE_FLAGTUNE as the settings table parses it.
-SpaceKind space_from_env() {
-  char name[] = "bench";
-  char* argv[] = {name, nullptr};
-  int argc = 1;
-  return parse_settings(&argc, argv, "shapes").space;
-}
+SpaceKind space_from_env() { return testing::settings_from_env().space; }
 }  // namespace
 }  // namespace tunebench
 

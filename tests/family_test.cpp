@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,31 +11,16 @@
 
 namespace {
 
-// A routed op, to check that E and topk enter the name; it is never run.
-class FakeMoeOp final : public tunebench::Op {
+// An op that is never run: only its name, kind and shape rules matter to families.
+class FakeOp : public tunebench::Op {
  public:
-  std::string name() const override { return "fake_moe"; }
+  FakeOp(std::string name, bool routed, std::optional<tunebench::ShapeRules> rules = std::nullopt)
+      : name_(std::move(name)), routed_(routed), rules_(std::move(rules)) {}
+  std::string name() const override { return name_; }
   benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
-  bool needs_gpu() const override { return true; }
-  bool routed() const override { return true; }
-  std::string kernel_version() const override { return "fake-1"; }
-  std::vector<tunebench::Config> config_space(tunebench::SpaceKind) const override { return {{}}; }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
-    return nullptr;
-  }
-  void run(tunebench::Workload&, const tunebench::Config&, cudaStream_t) const override {}
-  double flops(const tunebench::Shape&) const override { return 0; }
-  double bytes(const tunebench::Shape&) const override { return 0; }
-};
-
-// A plain (not routed) op with the shape rules it is given; it is never run.
-class FakePlainOp final : public tunebench::Op {
- public:
-  explicit FakePlainOp(tunebench::ShapeRules rules = {}) : rules_(std::move(rules)) {}
-  std::string name() const override { return "fake_plain"; }
-  benchmark::TimeUnit time_unit() const override { return benchmark::kMillisecond; }
-  bool needs_gpu() const override { return false; }
-  tunebench::ShapeRules shape_rules() const override { return rules_; }
+  bool needs_gpu() const override { return routed_; }
+  bool routed() const override { return routed_; }
+  tunebench::ShapeRules shape_rules() const override { return rules_ ? *rules_ : Op::shape_rules(); }
   std::string kernel_version() const override { return "fake-1"; }
   std::vector<tunebench::Config> config_space(tunebench::SpaceKind) const override { return {{}}; }
   std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
@@ -45,25 +31,24 @@ class FakePlainOp final : public tunebench::Op {
   double bytes(const tunebench::Shape&) const override { return 0; }
 
  private:
-  tunebench::ShapeRules rules_;
+  std::string name_;
+  bool routed_;
+  std::optional<tunebench::ShapeRules> rules_;
+};
+
+// A routed op, to check that E and topk enter the name.
+struct FakeMoeOp final : FakeOp {
+  FakeMoeOp() : FakeOp("fake_moe", true) {}
+};
+
+// A plain (not routed) op with the shape rules it is given.
+struct FakePlainOp final : FakeOp {
+  explicit FakePlainOp(tunebench::ShapeRules rules = {}) : FakeOp("fake_plain", false, std::move(rules)) {}
 };
 
 // A routed op whose rules forget to ask for the geometry: routed() asks for it anyway.
-class ForgetfulMoeOp final : public tunebench::Op {
- public:
-  std::string name() const override { return "forgetful_moe"; }
-  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
-  bool needs_gpu() const override { return true; }
-  bool routed() const override { return true; }
-  tunebench::ShapeRules shape_rules() const override { return {}; }
-  std::string kernel_version() const override { return "fake-1"; }
-  std::vector<tunebench::Config> config_space(tunebench::SpaceKind) const override { return {{}}; }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
-    return nullptr;
-  }
-  void run(tunebench::Workload&, const tunebench::Config&, cudaStream_t) const override {}
-  double flops(const tunebench::Shape&) const override { return 0; }
-  double bytes(const tunebench::Shape&) const override { return 0; }
+struct ForgetfulMoeOp final : FakeOp {
+  ForgetfulMoeOp() : FakeOp("forgetful_moe", true, tunebench::ShapeRules{}) {}
 };
 
 // A set as a shape file without `moe:` gives it: experts and top_k 0.

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <set>
 
-#include "settings/settings.hpp"
+#include "settings_from_env.hpp"
 #include "sweep/shard_plan.hpp"
 
 using tunebench::device_tokens;
@@ -13,13 +13,7 @@ using tunebench::plan_shards;
 
 namespace tunebench {
 namespace {
-// PARALLEL_WARMUP_GPUS as the settings table parses it.
-int warmup_gpus_from_env() {
-  char name[] = "bench";
-  char* argv[] = {name, nullptr};
-  int argc = 1;
-  return parse_settings(&argc, argv, "shapes").warmup_gpus;
-}
+int warmup_gpus_from_env() { return testing::settings_from_env().warmup_gpus; }
 }  // namespace
 }  // namespace tunebench
 
