@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cuda/gpu_clock.hpp"
-#include "run/invocation.hpp"
+#include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
 #include "tunebench/version.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "plan/run_context.hpp"
-#include "run/invocation.hpp"
+#include "settings/invocation.hpp"
 
 namespace tunebench {
 

@@ -15,7 +15,7 @@
 #include "report/run_dir.hpp"
 #include "run/benchmark_body.hpp"
 #include "run/context_setup.hpp"
-#include "run/invocation.hpp"
+#include "settings/invocation.hpp"
 #include "sweep/sweep_stage.hpp"
 
 namespace tunebench {

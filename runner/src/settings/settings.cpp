@@ -96,9 +96,18 @@ FaultInjection parse_fault(const string& v, const string& what) {
 
 using Parse = std::function<void(Settings&, const string&, const string&)>;
 
-SettingSpec row(const char* purpose, const char* flag, const char* flag_value, const char* env, const char* help,
-                const char* default_text, bool empty_is_unset, bool documented, Parse parse) {
-  return {purpose, flag, flag_value, env, help, default_text, empty_is_unset, documented, documented || *env, std::move(parse)};
+SettingSpec row(string purpose, string flag, string flag_value, string env, string help, string default_text,
+                bool empty_is_unset, bool documented, Parse parse) {
+  const bool manifest = documented || !env.empty();
+  return {std::move(purpose), std::move(flag), std::move(flag_value), std::move(env), std::move(help),
+          std::move(default_text), empty_is_unset, documented, manifest, std::move(parse)};
+}
+
+// "kernel|cudagraph|event", from the timing modes' table.
+string timing_flag_value() {
+  string out;
+  for (const auto& m : timing_mode_names()) out += (out.empty() ? "" : "|") + string(m.name);
+  return out;
 }
 
 std::vector<SettingSpec> own_rows() {
@@ -132,7 +141,7 @@ std::vector<SettingSpec> own_rows() {
                   [](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
   t.push_back(row("replay", "", "", "REPLAY_FROM", "a run directory whose configs to replay exactly (no tuning)",
                   "record afresh", true, true, [](Settings& s, const string& v, const string&) { s.replay_from = v; }));
-  t.push_back(row("timing", "--tunebench_timing", "kernel|cudagraph|event", "TUNEBENCH_TIMING",
+  t.push_back(row("timing", "--tunebench_timing", timing_flag_value(), "TUNEBENCH_TIMING",
                   "GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA events around the launches (also the fallback when CUPTI is taken by another profiler); see \"Kernel timing and CUDA graphs\"",
                   "`kernel`", false, true, [](Settings& s, const string& v, const string& what) {
                     const auto mode = parse_timing_mode(v);
@@ -199,8 +208,7 @@ std::string escape_cell(const std::string& text) {
 std::vector<SettingSpec> settings_table() {
   auto t = own_rows();
   for (const OpSwitch* sw : op_switches()) {
-    t.push_back({"op", "", "", sw->env().c_str(), sw->help().c_str(), sw->default_value() ? "`1`" : "`0`", false, true,
-                 true, [](Settings&, const string&, const string&) {}});
+    t.push_back({"op", "", "", sw->env(), sw->help(), sw->default_value() ? "`1`" : "`0`", false, true, true, {}});
     // Checked like the others: a bad value stops bench at start.
     const OpSwitch* checked = sw;
     t.back().parse = [checked](Settings&, const string&, const string&) { (void)checked->value(); };
@@ -213,7 +221,7 @@ const char* setting_env(const std::string& name) {
   static std::set<std::string> known;
   std::call_once(once, [] {
     for (const auto& r : own_rows()) {
-      if (*r.env) known.insert(r.env);
+      if (!r.env.empty()) known.insert(r.env);
     }
   });
   const bool declared = known.count(name) ||
@@ -239,11 +247,12 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
     const auto eq = arg.find('=');
     const string name(arg.substr(0, eq));
     if (eq == std::string_view::npos) throw invalid_argument(name + ": expected " + name + "=VALUE");
-    const auto spec = std::find_if(table.begin(), table.end(), [&](const SettingSpec& r) { return name == r.flag; });
+    const auto spec = std::find_if(table.begin(), table.end(),
+                                   [&](const SettingSpec& r) { return !r.flag.empty() && name == r.flag; });
     if (spec == table.end()) {
       string list;
       for (const auto& r : table) {
-        if (*r.flag && r.documented) list += (list.empty() ? "" : ", ") + string(r.flag);
+        if (!r.flag.empty() && r.documented) list += (list.empty() ? "" : ", ") + r.flag;
       }
       throw invalid_argument(name + ": unknown flag (tunebench flags: " + list + ")");
     }
@@ -252,8 +261,8 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
   }
   // The environment fills in what no flag gave (and is only checked then).
   for (const auto& r : table) {
-    if (!*r.env || given.count(&r)) continue;
-    const char* v = raw_env(r.env);
+    if (r.env.empty() || given.count(&r)) continue;
+    const char* v = raw_env(r.env.c_str());
     if (!v || (r.empty_is_unset && !*v)) continue;
     if (r.parse) r.parse(out, v, r.env);
   }
@@ -265,8 +274,8 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
 std::map<std::string, std::string> manifest_environment() {
   std::map<std::string, std::string> env;
   for (const auto& r : settings_table()) {
-    if (!r.manifest || !*r.env) continue;
-    if (const char* v = raw_env(r.env)) env[r.env] = v;
+    if (!r.manifest || r.env.empty()) continue;
+    if (const char* v = raw_env(r.env.c_str())) env[r.env] = v;
   }
   return env;
 }
@@ -275,10 +284,10 @@ std::vector<std::string> settings_markdown_rows() {
   std::vector<std::string> rows;
   for (const auto& r : settings_table()) {
     if (!r.documented) continue;
-    const string flag = *r.flag ? "`" + escape_cell(string(r.flag) + (*r.flag_value ? "=" + string(r.flag_value) : "")) + "`" : "";
-    const string env = *r.env ? "`" + string(r.env) + "`" : "";
+    const string flag = r.flag.empty() ? "" : "`" + escape_cell(r.flag + (r.flag_value.empty() ? "" : "=" + r.flag_value)) + "`";
+    const string env = r.env.empty() ? "" : "`" + r.env + "`";
     string line = "|";
-    for (const string& cell : {string(r.purpose), flag, env, string(r.help), string(r.default_text)}) {
+    for (const string& cell : {r.purpose, flag, env, r.help, r.default_text}) {
       line += cell.empty() ? " |" : " " + cell + " |";
     }
     rows.push_back(line);

@@ -61,12 +61,12 @@ struct Settings {
 
 /// One row of the settings table.
 struct SettingSpec {
-  const char* purpose;     ///< README group: tuning, replay, timing, devices, paths, tests, internal
-  const char* flag;        ///< "--tunebench_seed", or "" when there is only a variable
-  const char* flag_value;  ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
-  const char* env;         ///< "TUNEBENCH_SEED", or "" when there is only a flag
-  const char* help;        ///< one line (Markdown), as the README's table shows it
-  const char* default_text;  ///< the default, as the README's table shows it
+  std::string purpose;     ///< README group: tuning, replay, timing, devices, paths, op, tests, ...
+  std::string flag;        ///< "--tunebench_seed", or "" when there is only a variable
+  std::string flag_value;  ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
+  std::string env;         ///< "TUNEBENCH_SEED", or "" when there is only a flag
+  std::string help;        ///< one line (Markdown), as the README's table shows it
+  std::string default_text;  ///< the default, as the README's table shows it
   bool empty_is_unset;     ///< an empty variable counts as unset (else its parser sees "")
   bool documented;         ///< a row of the README's table (internal and test switches are not)
   bool manifest;           ///< the run's manifest.json records the variable when set

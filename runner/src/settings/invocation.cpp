@@ -1,4 +1,4 @@
-#include "run/invocation.hpp"
+#include "settings/invocation.hpp"
 
 #include <algorithm>
 #include <stdexcept>
