@@ -38,15 +38,10 @@ TEST(CacheDatabase, CreatesFolderUsesWalAndReportsIntegrity) {
 }
 
 TEST(CacheDatabase, DefaultPathFollowsXdg) {
-  ::setenv("TUNEBENCH_CACHE", "/x/own.sqlite", 1);
-  EXPECT_EQ(tunebench::cache::default_cache_path(), "/x/own.sqlite");
-  ::unsetenv("TUNEBENCH_CACHE");
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(tunebench::cache::default_cache_path(), "/xdg/tunebench/configs.sqlite");
-  ::setenv("XDG_CACHE_HOME", "relative/ignored", 1);
-  ::setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(tunebench::cache::default_cache_path(), "/home/u/.cache/tunebench/configs.sqlite");
-  ::unsetenv("XDG_CACHE_HOME");
-  ::unsetenv("HOME");
-  EXPECT_THROW(tunebench::cache::default_cache_path(), std::runtime_error);
+  using tunebench::cache::default_cache_path;
+  EXPECT_EQ(default_cache_path({"/x/own.sqlite", "/xdg", "/home/u"}), "/x/own.sqlite");
+  EXPECT_EQ(default_cache_path({nullptr, "/xdg", "/home/u"}), "/xdg/tunebench/configs.sqlite");
+  EXPECT_EQ(default_cache_path({nullptr, "relative/ignored", "/home/u"}), "/home/u/.cache/tunebench/configs.sqlite");
+  EXPECT_THROW(default_cache_path({nullptr, nullptr, nullptr}), std::runtime_error);
+  EXPECT_THROW(default_cache_path({"", "/xdg", "/home/u"}), std::invalid_argument);
 }

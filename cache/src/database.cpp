@@ -140,27 +140,25 @@ std::string Database::integrity_check() {
 
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
+// A variable that is set but empty counts as unset.
+const char* set(const char* v) { return v && *v ? v : nullptr; }
 
 }  // namespace
 
-std::filesystem::path tunebench_cache_home(const char* override_var) {
-  if (const char* p = env("XDG_CACHE_HOME"); p && std::filesystem::path(p).is_absolute()) {
+std::filesystem::path tunebench_cache_home(const char* override_var, const CacheLocationEnv& env) {
+  if (const char* p = set(env.xdg_cache_home); p && std::filesystem::path(p).is_absolute()) {
     return std::filesystem::path(p) / "tunebench";
   }
-  if (const char* p = env("HOME")) return std::filesystem::path(p) / ".cache" / "tunebench";
+  if (const char* p = set(env.home)) return std::filesystem::path(p) / ".cache" / "tunebench";
   throw std::runtime_error(std::string("no cache location: set ") + override_var + ", XDG_CACHE_HOME or HOME");
 }
 
-std::filesystem::path default_cache_path() {
-  if (const char* p = std::getenv("TUNEBENCH_CACHE"); p && !*p) {
+std::filesystem::path default_cache_path(const CacheLocationEnv& env) {
+  if (env.tunebench_cache && !*env.tunebench_cache) {
     throw std::invalid_argument("TUNEBENCH_CACHE is set but empty: expected a cache file (unset it for the default)");
   }
-  if (const char* p = env("TUNEBENCH_CACHE")) return p;
-  return tunebench_cache_home("TUNEBENCH_CACHE") / "configs.sqlite";
+  if (const char* p = set(env.tunebench_cache)) return p;
+  return tunebench_cache_home("TUNEBENCH_CACHE", env) / "configs.sqlite";
 }
 
 }  // namespace tunebench::cache

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -150,7 +151,11 @@ int run(std::vector<std::string> args) {
       return 2;
     }
   }
-  if (file.empty()) file = tunebench::cache::default_cache_path();
+  if (file.empty()) {
+    // This tool's own environment: the library reads none.
+    file = tunebench::cache::default_cache_path(
+        {std::getenv("TUNEBENCH_CACHE"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME")});
+  }
   const std::string cmd = args[0];
   // Only import writes: the other commands never create a cache where there was none.
   if (cmd != "import" && !std::filesystem::exists(file)) {

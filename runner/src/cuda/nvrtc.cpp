@@ -124,7 +124,7 @@ CompileResult KernelCompiler::compile(const CompileRequest& request) const {
 
 fs::path default_kernel_cache_dir() {
   if (const char* p = setting_env("TUNEBENCH_KERNEL_CACHE"); p && *p) return p;
-  return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE") / "kernels";
+  return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE", cache_location_env()) / "kernels";
 }
 
 fs::path kernel_cache_dir_or_none() noexcept {

@@ -64,8 +64,8 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->host_name = host_cpu_name();
   if (gpu.available()) use_gpu(*c, ops, listing);
   if (!listing) {
-    c->cache = std::make_shared<cache::ConfigCache>(settings.cache.empty() ? cache::default_cache_path()
-                                                                             : settings.cache);
+    c->cache = std::make_shared<cache::ConfigCache>(
+        settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache);
   }
   return c;
 }

@@ -182,6 +182,12 @@ std::vector<SettingSpec> own_rows() {
     r.manifest = false;
     t.push_back(std::move(r));
   }
+  // Where the default config and kernel caches live (XDG Base Directory Specification).
+  for (const char* var : {"XDG_CACHE_HOME", "HOME"}) {
+    SettingSpec r = row("system", "", "", var, "base of the default cache folders", "", false, false, {});
+    r.manifest = false;
+    t.push_back(std::move(r));
+  }
   t.push_back(row("internal", "--tunebench_shard", "I:FILE", "", "this process is shard I of a sweep, tuning the keys in FILE",
                   "", false, false, [](Settings& s, const string& v, const string& what) {
                     const auto colon = v.find(':');
@@ -269,6 +275,10 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
   *argc = kept;
   argv[kept] = nullptr;
   return out;
+}
+
+cache::CacheLocationEnv cache_location_env() {
+  return {setting_env("TUNEBENCH_CACHE"), setting_env("XDG_CACHE_HOME"), setting_env("HOME")};
 }
 
 std::map<std::string, std::string> manifest_environment() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "timing/timing_mode.hpp"
+#include "tunebench/cache/database.hpp"
 #include "tunebench/op.hpp"
 
 namespace tunebench {
@@ -92,6 +93,9 @@ std::map<std::string, std::string> manifest_environment();
 /// The README's "Flags and environment" table rows, one Markdown line each, generated from
 /// the table's documented rows (the README is checked against it by a test).
 std::vector<std::string> settings_markdown_rows();
+
+/// TUNEBENCH_CACHE, XDG_CACHE_HOME and HOME as the cache library's default locations take them.
+cache::CacheLocationEnv cache_location_env();
 
 /// The value of a table variable (nullptr when unset). Throws std::logic_error for a name that
 /// is not in the table, so no variable is read that the table does not declare.

@@ -61,16 +61,25 @@ class Database {
   std::filesystem::path path_;
 };
 
+/// The environment variables the default cache locations follow, as the caller read them
+/// (nullptr: unset). The library reads no environment itself: bench passes its settings
+/// table's values, the tunebench-cache tool its own.
+struct CacheLocationEnv {
+  const char* tunebench_cache = nullptr;  ///< TUNEBENCH_CACHE
+  const char* xdg_cache_home = nullptr;   ///< XDG_CACHE_HOME
+  const char* home = nullptr;             ///< HOME
+};
+
 /// tunebench's folder in the user's cache directory: $XDG_CACHE_HOME/tunebench, else
 /// $HOME/.cache/tunebench (XDG Base Directory Specification; a relative XDG_CACHE_HOME is
 /// ignored, as the specification requires). Throws std::runtime_error naming `override_var`
 /// (the variable that would have avoided the lookup) when neither is usable.
-std::filesystem::path tunebench_cache_home(const char* override_var);
+std::filesystem::path tunebench_cache_home(const char* override_var, const CacheLocationEnv& env);
 
 /// The cache file: $TUNEBENCH_CACHE if set, else $XDG_CACHE_HOME/tunebench/configs.sqlite,
 /// else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory Specification). Throws
 /// std::invalid_argument when TUNEBENCH_CACHE is set but empty, std::runtime_error when none
 /// of these variables is usable.
-std::filesystem::path default_cache_path();
+std::filesystem::path default_cache_path(const CacheLocationEnv& env);
 
 }  // namespace tunebench::cache
