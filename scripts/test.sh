@@ -8,5 +8,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
 "$here/scripts/build.sh"
 cd "$here/${BUILD_DIR:-build}"
-if [ $# -eq 0 ]; then set -- -LE expanded; fi
+# The expanded compilation runs only when a label is asked for (-L expanded), whatever else is given.
+label_given=0
+for a in "$@"; do case $a in -L|-L*|--label-regex*) label_given=1 ;; esac; done
+if [ $label_given -eq 0 ]; then set -- -LE expanded "$@"; fi
 exec ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"

@@ -74,6 +74,18 @@ TEST(Invocation, AGivenOutputFileKeepsItsNameAndACsvIsNotCalledJson) {
     EXPECT_EQ(inv.route_output(""), "");
     EXPECT_EQ(args_of(inv).size(), 2u);
   }
+  for (const char* reps : {"-1", "0", "2147483647", "x", ""}) {
+    Argv r({"bench", std::string("--benchmark_repetitions=") + reps});
+    try {
+      tunebench::Invocation inv(r.argc(), r.ptrs.data(), "shapes");
+      ADD_FAILURE() << reps << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("--benchmark_repetitions='") + reps +
+                                           "': expected a whole number of repetitions, 1 to 100000");
+    }
+  }
+  Argv nine({"bench", "--benchmark_repetitions=9"});
+  EXPECT_NO_THROW(tunebench::Invocation(nine.argc(), nine.ptrs.data(), "shapes"));
   Argv bad({"bench", "--benchmark_format=xml"});
   try {
     tunebench::Invocation inv(bad.argc(), bad.ptrs.data(), "shapes");

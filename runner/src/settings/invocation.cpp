@@ -38,6 +38,7 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
       }
     }
   }
+  check_repetitions();
   filter_given_ = has_flag("--benchmark_filter");
   listing_ = has_flag("--benchmark_list_tests");
   console_ = !has_flag("--benchmark_format") ||
@@ -46,6 +47,22 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   tabular_ = has_flag("--benchmark_counters_tabular");
   args_.push_back(nullptr);
   argc_ = static_cast<int>(args_.size()) - 1;
+}
+
+// Google Benchmark 1.7.1 takes any int and then fails inside (a negative count reserves a huge
+// vector, a huge one runs out of memory), after the run directory holds partial files.
+void Invocation::check_repetitions() const {
+  constexpr std::string_view flag = "--benchmark_repetitions=";
+  for (const char* arg : args_) {
+    const std::string_view a = arg;
+    if (a.substr(0, flag.size()) != flag) continue;
+    const std::string v(a.substr(flag.size()));
+    const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
+    const long n = digits ? std::stol(v) : 0;
+    if (!digits || n < 1 || n > 100000) {
+      throw std::invalid_argument("--benchmark_repetitions='" + v + "': expected a whole number of repetitions, 1 to 100000");
+    }
+  }
 }
 
 bool Invocation::has_flag(const std::string& flag) const {

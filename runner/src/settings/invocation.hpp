@@ -15,9 +15,10 @@ namespace tunebench {
 class Invocation {
  public:
   /// Reads argv (tunebench's flags removed, the settings table parsed). Throws
-  /// std::invalid_argument (one line) for a bad tunebench flag or variable, or a
+  /// std::invalid_argument (one line) for a bad tunebench flag or variable, a
   /// --benchmark_format / --benchmark_out_format other than console, json or csv (Google
-  /// Benchmark would answer it with its usage text and exit status 0).
+  /// Benchmark would answer it with its usage text and exit status 0), or a
+  /// --benchmark_repetitions that is not 1 to 100000.
   Invocation(int argc, char** argv, const std::filesystem::path& default_shapes);
 
   const Settings& settings() const { return settings_; }
@@ -49,6 +50,7 @@ class Invocation {
 
  private:
   bool has_flag(const std::string& flag) const;
+  void check_repetitions() const;
   Settings settings_;
   std::vector<std::string> original_args_, command_;
   bool listing_ = false, filter_given_ = false, console_ = true, tabular_ = false;
