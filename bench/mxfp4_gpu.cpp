@@ -279,8 +279,10 @@ namespace {
 
 // The form a config takes in the JIT cache: the dequantize family's ALGO picks a cuBLASLt
 // algorithm at run time, so all of them share one entry and one binary.
-Config jit_config(const Config& config) {
-  return is_dequant_config(config) ? Config{{"DEQUANT_BF16", 1}} : config;
+// A reference, not a copy: kernels() runs on every launch.
+const Config& jit_config(const Config& config) {
+  static const Config dequant{{"DEQUANT_BF16", 1}};
+  return is_dequant_config(config) ? dequant : config;
 }
 
 }  // namespace
@@ -441,7 +443,7 @@ void Mxfp4GpuOp::precompile(const std::vector<Config>& configs, const DeviceInfo
 }
 
 const JitKernels& Mxfp4GpuOp::kernels(const Config& config) const {
-  const Config key = jit_config(config);
+  const Config& key = jit_config(config);
   try {
     return jit_.get(key);
   } catch (const CompileError& e) {
