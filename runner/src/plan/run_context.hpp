@@ -1,6 +1,7 @@
 #pragma once
 // The run's context: what the sweep, the config choice and the benchmark body need besides a
-// family. Made by the plan stage (run/main.cpp) before anything is registered.
+// family. Made by make_context (run/context_setup.cpp) and completed by the sweep stage (which
+// fills `swept`) before anything is registered; after that only its mutex-guarded members change.
 
 #include <cstdint>
 #include <map>
