@@ -32,6 +32,8 @@ int probe_read(sqlite3* db) { return sqlite3_exec(db, "SELECT count(*) FROM sqli
 
 }  // namespace
 
+bool is_busy(int code) { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
+
 std::string describe_error(int rc, sqlite3* db) {
   std::string text = sqlite3_errstr(rc);
   if (!db) return text;

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,10 @@ class SqliteError : public std::runtime_error {
  private:
   int code_;
 };
+
+/// True for the result codes of a lock held by another connection (SQLITE_BUSY, SQLITE_LOCKED,
+/// extended codes included): waiting may help, unlike any other failure.
+bool is_busy(int code);
 
 /// SQLite's name of result `rc` (sqlite3_errstr), followed in parentheses by the connection's
 /// message (sqlite3_errmsg) when `db` is given and the message says more than the name.
