@@ -487,3 +487,65 @@ TEST_F(ConfigCacheTest, AStoreGivesUpOnALockHeldPastTheBudgetWithABusyError) {
   holder.release();
   EXPECT_FALSE(cache.best(key()));
 }
+
+// A cache path is a path: a relative name starting with "file:" is a file of that name in the
+// current folder, and "?mode=memory" is part of the name, not an SQLite URI parameter.
+TEST_F(ConfigCacheTest, ANameThatLooksLikeAUriIsAFileOfThatName) {
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_);
+  for (const std::string name : {"file:rel.sqlite", "file:mem.sqlite?mode=memory"}) {
+    {
+      ConfigCache cache(name);
+      cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+    }
+    EXPECT_TRUE(fs::exists(dir_ / name)) << name;
+    ConfigCache again(dir_ / name);
+    ASSERT_TRUE(again.best(key())) << name << " holds no rows";
+    EXPECT_EQ(again.best(key())->config, "B=1");
+  }
+  fs::current_path(before);
+}
+
+// A new cache in a folder this user cannot write: the error says the folder is not writable.
+TEST_F(ConfigCacheTest, ANewCacheInAReadOnlyFolderSaysTheFolderIsNotWritable) {
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const int rc = as_unprivileged([&]() -> std::string {
+    try {
+      ConfigCache cache(dir_ / "new.sqlite");
+      return "a cache was created in a read-only folder";
+    } catch (const tunebench::cache::SqliteError& e) {
+      const std::string what = e.what();
+      if (what.find("folder " + dir_.string() + " is not writable") == std::string::npos) return "message: " + what;
+    }
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+}
+
+// Another user's read-only cache in a folder this user can write: read without creating a
+// -shm or -wal file beside it.
+TEST_F(ConfigCacheTest, AReadOnlyFileInAWritableFolderGetsNothingBesideIt) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  ASSERT_FALSE(fs::exists(dir_ / "configs.sqlite-wal"));
+  fs::permissions(dir_, fs::perms::all);
+  fs::permissions(file_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const int rc = as_unprivileged([&]() -> std::string {
+    ConfigCache cache(file_);
+    if (!cache.read_only()) return "read_only() is false";
+    if (!cache.best(key()) || cache.best(key())->config != "B=1") return "the stored best was not read";
+    if (fs::exists(dir_ / "configs.sqlite-shm")) return "a -shm file was created";
+    if (fs::exists(dir_ / "configs.sqlite-wal")) return "a -wal file was created";
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-wal"));
+}
