@@ -148,6 +148,34 @@ mkdir -p "$work/twice-run"
   "$record/configs.json" "$work/twice-run/configs.json"
 set +e; REPLAY_FROM="$work/twice-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/twice.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'is recorded twice' "$work/twice.err" || fail "a record listing a benchmark twice: rc $rc $(cat "$work/twice.err")"
+# The replay dir's manifest.json is checked too: a run not "complete", another device or another
+# timing mode is refused naming the file and the field; another tunebench version or git
+# revision (an A/B across builds) and a dir without a manifest (an older bench) only warn.
+edited_manifest() {  # DIR FIELD VALUE: a copy of the record run with one manifest field changed
+  rm -rf "$1" && mkdir -p "$1" && cp "$record/configs.json" "$1/"
+  /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m[sys.argv[3]]=sys.argv[4]; json.dump(m, open(sys.argv[2], "w"))' \
+    "$record/manifest.json" "$1/manifest.json" "$2" "$3"
+}
+for field_value in "status=running" "device=NVIDIA H200" "timing_mode=event"; do
+  field=${field_value%%=*}
+  edited_manifest "$work/edited-run" "$field" "${field_value#*=}"
+  set +e; REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >/dev/null 2>"$work/edited.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/edited.err")" -eq 1 ] && grep -q "edited-run/manifest.json: $field " "$work/edited.err" \
+    || fail "a replay dir whose manifest has $field_value was not refused: rc $rc $(cat "$work/edited.err")"
+done
+for field in tunebench_version tunebench_git_revision; do
+  edited_manifest "$work/edited-run" "$field" "0.0.0-elsewhere"
+  REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >"$work/edited.console" 2>"$work/edited.err" || fail "a replay of another $field failed: $(cat "$work/edited.err")"
+  [ "$(grep -c "WARNING: .*edited-run/manifest.json: $field '0.0.0-elsewhere'" "$work/edited.err")" -eq 1 ] \
+    || fail "a replay of another $field did not warn once: $(cat "$work/edited.err")"
+  grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a replay of another $field did not replay"
+done
+rm -f "$work/edited-run/manifest.json"
+REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  --benchmark_min_time=0.01 >/dev/null 2>"$work/edited.err" || fail "a replay dir without manifest.json failed: $(cat "$work/edited.err")"
+grep -q "WARNING: .*edited-run has no manifest.json" "$work/edited.err" || fail "a replay dir without manifest.json did not warn: $(cat "$work/edited.err")"
 
 # scripts/ab_test.sh: a record run, two replays with the switch at A and B, compare.py's U test.
 BENCH="$bench" "$here/../scripts/ab_test.sh" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "tunebench/cache/config_cache.hpp"
 
@@ -418,4 +420,132 @@ TEST_F(ConfigCacheTest, KeysOrderFieldByFieldSoSetsHoldEachKeyOnce) {
   EXPECT_EQ(keys.size(), 3u);
   EXPECT_TRUE(key() < key("M=16,N=4096,K=4096") || key("M=16,N=4096,K=4096") < key());
   EXPECT_FALSE(key() < key());
+}
+
+namespace {
+
+// A second connection holding the write lock (BEGIN IMMEDIATE), as a long import in another
+// process does; released by release() or at the end of the scope.
+class WriteLockHolder {
+ public:
+  explicit WriteLockHolder(const fs::path& file) {
+    sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr);
+    locked_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~WriteLockHolder() {
+    release();
+    sqlite3_close(db_);
+  }
+  bool locked() const { return locked_; }
+  void release() {
+    if (locked_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    locked_ = false;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  bool locked_ = false;
+};
+
+}  // namespace
+
+// A lock held longer than the busy timeout does not lose the store: it is retried until the
+// lock goes (here after 300 ms, 15 busy timeouts).
+TEST_F(ConfigCacheTest, AStoreWaitsOutALockHeldPastTheBusyTimeout) {
+  const tunebench::cache::BusyPolicy busy{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
+  ConfigCache cache(file_, ConfigCache::OnDamage::kMoveAside, busy);
+  WriteLockHolder holder(file_);
+  ASSERT_TRUE(holder.locked());
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    holder.release();
+  });
+  EXPECT_NO_THROW(cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0}));
+  release.join();
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+}
+
+// A lock held past the retry budget ends the store with a busy error saying so, within the
+// budget, and nothing is stored.
+TEST_F(ConfigCacheTest, AStoreGivesUpOnALockHeldPastTheBudgetWithABusyError) {
+  const tunebench::cache::BusyPolicy busy{std::chrono::milliseconds(20), std::chrono::milliseconds(200)};
+  ConfigCache cache(file_, ConfigCache::OnDamage::kMoveAside, busy);
+  WriteLockHolder holder(file_);
+  ASSERT_TRUE(holder.locked());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+    ADD_FAILURE() << "a store under another connection's write lock succeeded";
+  } catch (const tunebench::cache::SqliteError& e) {
+    EXPECT_TRUE(tunebench::cache::is_busy(e.code())) << e.what();
+    EXPECT_NE(std::string(e.what()).find("locked by another process"), std::string::npos) << e.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(100));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));
+  holder.release();
+  EXPECT_FALSE(cache.best(key()));
+}
+
+// A cache path is a path: a relative name starting with "file:" is a file of that name in the
+// current folder, and "?mode=memory" is part of the name, not an SQLite URI parameter.
+TEST_F(ConfigCacheTest, ANameThatLooksLikeAUriIsAFileOfThatName) {
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_);
+  for (const std::string name : {"file:rel.sqlite", "file:mem.sqlite?mode=memory"}) {
+    {
+      ConfigCache cache(name);
+      cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+    }
+    EXPECT_TRUE(fs::exists(dir_ / name)) << name;
+    ConfigCache again(dir_ / name);
+    ASSERT_TRUE(again.best(key())) << name << " holds no rows";
+    EXPECT_EQ(again.best(key())->config, "B=1");
+  }
+  fs::current_path(before);
+}
+
+// A new cache in a folder this user cannot write: the error says the folder is not writable.
+TEST_F(ConfigCacheTest, ANewCacheInAReadOnlyFolderSaysTheFolderIsNotWritable) {
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const int rc = as_unprivileged([&]() -> std::string {
+    try {
+      ConfigCache cache(dir_ / "new.sqlite");
+      return "a cache was created in a read-only folder";
+    } catch (const tunebench::cache::SqliteError& e) {
+      const std::string what = e.what();
+      if (what.find("folder " + dir_.string() + " is not writable") == std::string::npos) return "message: " + what;
+    }
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+}
+
+// Another user's read-only cache in a folder this user can write: read without creating a
+// -shm or -wal file beside it.
+TEST_F(ConfigCacheTest, AReadOnlyFileInAWritableFolderGetsNothingBesideIt) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  ASSERT_FALSE(fs::exists(dir_ / "configs.sqlite-wal"));
+  fs::permissions(dir_, fs::perms::all);
+  fs::permissions(file_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const int rc = as_unprivileged([&]() -> std::string {
+    ConfigCache cache(file_);
+    if (!cache.read_only()) return "read_only() is false";
+    if (!cache.best(key()) || cache.best(key())->config != "B=1") return "the stored best was not read";
+    if (fs::exists(dir_ / "configs.sqlite-shm")) return "a -shm file was created";
+    if (fs::exists(dir_ / "configs.sqlite-wal")) return "a -wal file was created";
+    return "";
+  });
+  fs::permissions(dir_, fs::perms::owner_all);
+  if (rc == 77) GTEST_SKIP() << "running as root and cannot drop to nobody";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
+  EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-wal"));
 }

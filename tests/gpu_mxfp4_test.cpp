@@ -6,6 +6,7 @@
 
 #include "mxfp4_gpu.hpp"
 #include "tunebench/device.hpp"
+#include "shape_dir.hpp"
 #include "tunebench/shape.hpp"
 
 namespace {
@@ -58,7 +59,7 @@ class GpuMxfp4 : public ::testing::Test {
 // A decode and a prefill shape of each shipped set, both GEMMs.
 std::vector<Shape> shapes_to_check() {
   std::vector<Shape> out;
-  for (const auto& set : tunebench::load_shape_path(TUNEBENCH_SHAPE_DIR)) {
+  for (const auto& set : tunebench::load_shape_path(tunebench::testing::shipped_shape_dir())) {
     const std::int64_t m = set.name.find("prefill") != std::string::npos ? 512 : 8;
     for (const auto& s : set.shapes) {
       if (s.m == m) out.push_back(s);

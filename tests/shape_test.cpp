@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include "cpu_mxfp4_gemm.hpp"
 #include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
+#include "shape_dir.hpp"
 #include "tunebench/shape.hpp"
 
 namespace fs = std::filesystem;
@@ -170,7 +174,7 @@ TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
 }
 
 TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {
-  const auto sets = tunebench::load_shape_path(TUNEBENCH_SHAPE_DIR);
+  const auto sets = tunebench::load_shape_path(tunebench::testing::shipped_shape_dir());
   ASSERT_EQ(sets.size(), 4u);
   const std::vector<std::int64_t> decode{1, 2, 4, 8, 16, 32, 64, 128, 256};
   const std::vector<std::int64_t> prefill{512, 1024, 2048, 4096, 8192, 16384};
@@ -279,4 +283,28 @@ TEST(ShapeRules, ErrorsOfASetBuiltInCodeAndOfABadRule) {
   rules.k_multiple = 1;
   rules.needs_moe = true;
   EXPECT_FALSE(tunebench::check_shape_rules(tunebench::ShapeSet{"empty", "", {}, {}}, rules));
+}
+
+// The GPU and unit tests find the shipped sets where a moved build has them: TUNEBENCH_SHAPES
+// first, then runs/shape above the test binary, then the path compiled in.
+TEST(ShippedShapeSets, TheTestsLookForThemInTheEnvironmentThenBesideTheBinary) {
+  const fs::path root = fs::temp_directory_path() / ("tunebench_shape_dir_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "moved" / "runs" / "shape");
+  fs::create_directories(root / "moved" / "build" / "tests");
+  const fs::path exe = root / "moved" / "build" / "tests" / "gpu_tests";
+  EXPECT_EQ(tunebench::testing::shape_dir_for("/elsewhere/shapes", exe, "/src/runs/shape"), "/elsewhere/shapes");
+  EXPECT_EQ(tunebench::testing::shape_dir_for("", exe, "/src/runs/shape"), root / "moved" / "runs" / "shape");
+  EXPECT_EQ(tunebench::testing::shape_dir_for(nullptr, exe, "/src/runs/shape"), root / "moved" / "runs" / "shape");
+  EXPECT_EQ(tunebench::testing::shape_dir_for(nullptr, root / "nowhere" / "gpu_tests", "/src/runs/shape"),
+            "/src/runs/shape");
+  fs::remove_all(root);
+  // This process: the variable when set, else the shipped sets found from this binary.
+  const char* was = std::getenv("TUNEBENCH_SHAPES");
+  const std::string saved = was ? was : "";
+  ::setenv("TUNEBENCH_SHAPES", "/elsewhere/shapes", 1);
+  EXPECT_EQ(tunebench::testing::shipped_shape_dir(), "/elsewhere/shapes");
+  ::unsetenv("TUNEBENCH_SHAPES");
+  EXPECT_EQ(tunebench::load_shape_path(tunebench::testing::shipped_shape_dir()).size(), 4u);
+  if (was) ::setenv("TUNEBENCH_SHAPES", saved.c_str(), 1);
 }

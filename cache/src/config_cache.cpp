@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -142,7 +144,7 @@ Status status_from_string(std::string_view text) {
                               "': expected ok, compile_failed, launch_failed, wrong_result, timeout or unsupported");
 }
 
-ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage) : path_(path) {
+ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy busy) : path_(path), busy_(busy) {
   std::error_code ec;
   if (fs::is_directory(path_, ec)) {
     throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
@@ -154,7 +156,7 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage) : path_(path)
                       SQLITE_CANTOPEN);
   }
   if (!fs::exists(path_, ec)) {
-    db_.emplace(path_);  // a new file: nothing to check, and a failure here is the real error
+    db_.emplace(path_, static_cast<int>(busy_.timeout.count()));  // a new file: nothing to check, and a failure here is the real error
     migrate();
     return;
   }
@@ -165,7 +167,7 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage) : path_(path)
 void ConfigCache::open_checked(OnDamage on_damage) {
   std::string problem;
   try {
-    db_.emplace(path_);
+    db_.emplace(path_, static_cast<int>(busy_.timeout.count()));
     const auto app = pragma_int(*db_, "PRAGMA application_id");
     const auto version = pragma_int(*db_, "PRAGMA user_version");
     const auto tables = pragma_int(*db_, "SELECT count(*) FROM sqlite_master");
@@ -215,7 +217,7 @@ void ConfigCache::open_checked(OnDamage on_damage) {
   moved_aside_ = aside;
   std::cerr << "tunebench: WARNING: config cache " << path_.string() << " " << problem << "; moved to "
             << aside.string() << ", starting a fresh cache\n";
-  db_.emplace(path_);
+  db_.emplace(path_, static_cast<int>(busy_.timeout.count()));
 }
 
 void ConfigCache::migrate() {
@@ -295,18 +297,44 @@ void ConfigCache::require_writable(const char* action) const {
                     SQLITE_READONLY);
 }
 
+// SQLite's busy timeout covers one attempt; a lock held longer (a long import in another
+// process) would throw away a sweep's results, so a store tries again, pausing longer each time.
+void ConfigCache::write_retrying(const std::function<void()>& rows) {
+  const auto start = std::chrono::steady_clock::now();
+  auto pause = std::chrono::milliseconds(std::max<std::int64_t>(1, busy_.timeout.count() / 20));
+  for (;;) {
+    try {
+      WriteTransaction tx(*db_);
+      rows();
+      tx.commit();
+      return;
+    } catch (const SqliteError& e) {
+      if (!is_busy(e.code())) throw;
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited + pause > busy_.store_budget) {
+        const auto s = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() / 1000.0;
+        char waited_text[32];
+        std::snprintf(waited_text, sizeof waited_text, "%.1f", s);
+        throw SqliteError("config cache " + path_.string() + " is locked by another process (waited " + waited_text +
+                              " s for its write lock): " + e.what(),
+                          e.code());
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(5000));
+    }
+  }
+}
+
 void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   require_writable("store results in it");
-  WriteTransaction tx(*db_);
-  store_rows(key, results, best);
-  tx.commit();
+  write_retrying([&] { store_rows(key, results, best); });
 }
 
 void ConfigCache::store(const std::vector<Entry>& entries) {
   require_writable("store results in it");
-  WriteTransaction tx(*db_);
-  for (const auto& e : entries) store_rows(e.key, e.results, e.best);
-  tx.commit();
+  write_retrying([&] {
+    for (const auto& e : entries) store_rows(e.key, e.results, e.best);
+  });
 }
 
 std::vector<ConfigCache::Entry> ConfigCache::entries() {

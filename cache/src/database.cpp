@@ -1,5 +1,7 @@
 #include "tunebench/cache/database.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -30,7 +32,25 @@ std::string file_uri(const std::filesystem::path& path, const char* query) {
 
 int probe_read(sqlite3* db) { return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr); }
 
+// The name to give sqlite3_open_v2 for `path`, read as a plain path whatever the library's
+// default: built with SQLITE_USE_URI (or configured with SQLITE_CONFIG_URI), SQLite takes a name
+// starting with "file:" as a URI even without SQLITE_OPEN_URI ("file:x?mode=memory" would cache
+// nothing). "./" in front keeps it the file of that name.
+std::string plain_name(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  return name.rfind("file:", 0) == 0 ? "./" + name : name;
+}
+
+bool writable(const std::filesystem::path& path) { return ::access(path.c_str(), W_OK) == 0; }
+
+// The folder a new file `path` would be made in.
+std::filesystem::path folder_of(const std::filesystem::path& path) {
+  return std::filesystem::absolute(path).parent_path();
+}
+
 }  // namespace
+
+bool is_busy(int code) { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
 
 std::string describe_error(int rc, sqlite3* db) {
   std::string text = sqlite3_errstr(rc);
@@ -43,11 +63,28 @@ std::string describe_error(int rc, sqlite3* db) {
 
 Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : path_(path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  std::filesystem::path wal = path;
+  wal += "-wal";
+  const bool wal_pending = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
+  if (exists && !writable(path)) {
+    // Another user's file: opened read-write, SQLite would still make a -shm (and an empty -wal)
+    // beside it in a folder this user can write. immutable=1 reads the file alone; only while a
+    // non-empty -wal holds transactions the file lacks is mode=ro (through the -shm) needed.
+    open_read_only(wal_pending ? std::vector<const char*>{"mode=ro"} : std::vector<const char*>{"immutable=1", "mode=ro"},
+                   busy_timeout_ms, wal_pending, "it cannot be written");
+    return;
+  }
+  const int rc = sqlite3_open_v2(plain_name(path).c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3* db = std::exchange(db_, nullptr);
-    const std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " + describe_error(rc, db);
+    std::string msg = std::string("sqlite3_open_v2 on ") + path.string() + ": " + describe_error(rc, db);
     sqlite3_close(db);
+    if (!exists && !writable(folder_of(path))) {
+      msg = "cannot create " + path.string() + ": its folder " + folder_of(path).string() +
+            " is not writable by this user (" + msg + ")";
+    }
     throw SqliteError(msg, rc);
   }
   sqlite3_busy_timeout(db_, busy_timeout_ms);
@@ -60,28 +97,31 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : pat
       throw;
     }
   }
-  int rc_read = probe_read(db_);
+  const int rc_read = probe_read(db_);
   if (rc_read != SQLITE_READONLY && rc_read != SQLITE_CANTOPEN) return;
   // A WAL file in a folder this process cannot write: a reader needs the -shm index beside it,
   // which SQLite cannot create there (sqlite.org/wal.html, read-only databases). mode=ro reads
   // through an -shm that exists; immutable=1 reads the file alone, which is only right while
   // no -wal holds transactions not yet copied into it.
-  std::filesystem::path wal = path;
-  wal += "-wal";
-  std::error_code ec;
-  const bool wal_pending = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
-  for (const char* query : {"mode=ro", "immutable=1"}) {
-    if (wal_pending && std::string(query) == "immutable=1") break;
+  sqlite3_close(std::exchange(db_, nullptr));
+  open_read_only(wal_pending ? std::vector<const char*>{"mode=ro"} : std::vector<const char*>{"mode=ro", "immutable=1"},
+                 busy_timeout_ms, wal_pending, "its folder cannot be written, and it is in WAL mode");
+}
+
+void Database::open_read_only(const std::vector<const char*>& queries, int busy_timeout_ms, bool wal_pending,
+                              const std::string& why) {
+  int rc_read = SQLITE_CANTOPEN;
+  for (const char* query : queries) {
     sqlite3_close(std::exchange(db_, nullptr));
-    const int rc_open = sqlite3_open_v2(file_uri(path, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    const int rc_open = sqlite3_open_v2(file_uri(path_, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     rc_read = rc_open == SQLITE_OK ? probe_read(db_) : rc_open;
     if (rc_read == SQLITE_OK) {
       sqlite3_busy_timeout(db_, busy_timeout_ms);
       return;
     }
   }
-  const std::string msg = "reading " + path.string() + " (its folder cannot be written, and it is in WAL mode" +
-                          (wal_pending ? " with a -wal file not yet checkpointed" : "") +
+  const std::string msg = "reading " + path_.string() + " (" + why +
+                          (wal_pending ? ", with a -wal file not yet checkpointed" : "") +
                           "): " + describe_error(rc_read, db_);
   sqlite3_close(std::exchange(db_, nullptr));
   throw SqliteError(msg, rc_read);

@@ -60,6 +60,14 @@ struct RunContext {
     std::map<std::string, std::vector<std::string>> markers;
   };
   std::shared_ptr<ReplayFallbacks> fallbacks = std::make_shared<ReplayFallbacks>();
+  /// Winners of sweeps the cache could not take (another process held its write lock past the
+  /// retries): kept for this run only, so the benchmark and any other of the same key run the
+  /// config that was tuned instead of losing the sweep.
+  struct Unstored {
+    std::mutex mutex;
+    std::map<cache::Key, Config> best_of;
+  };
+  std::shared_ptr<Unstored> unstored = std::make_shared<Unstored>();
   /// The benchmark that ran last: its workload, timer and chosen config, kept while Google
   /// Benchmark calls the same benchmark again (once per iteration-count probe and per
   /// repetition), so inputs are prepared and the config chosen once per benchmark, not per

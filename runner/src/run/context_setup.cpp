@@ -6,7 +6,10 @@
 #include <thread>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "timing/cupti_timer.hpp"
+#include "tunebench/version.hpp"
 
 namespace tunebench {
 namespace {
@@ -46,6 +49,60 @@ void use_gpu(RunContext& c, const OpList& ops, bool listing) {
   }
 }
 
+// The device as manifest.json names it: the GPU's name, or "none (why)" without one.
+std::string manifest_device(const RunContext& c) {
+  return c.gpu_available ? c.device.name : "none (" + c.gpu_reason + ")";
+}
+
+// REPLAY_FROM's manifest.json against this run, as the README says a replay is checked: a run
+// that did not complete, another device (a GPU or none, whatever the reason) or another timing
+// mode is refused; another tunebench version or git revision is an A/B across builds (replaying
+// one build's configs on another is the point), so it only warns; so does a dir without a
+// manifest (written by a bench older than manifests).
+void check_replay_manifest(const std::filesystem::path& dir, const RunContext& context) {
+  const std::filesystem::path file = dir / "manifest.json";
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "bench: WARNING: REPLAY_FROM=" << dir.string()
+              << " has no manifest.json (a run dir of an older bench?): its status, device and timing mode are not checked\n";
+    return;
+  }
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(in);
+    if (!m.is_object()) throw std::runtime_error("not an object");
+  } catch (const std::exception&) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": not the JSON bench writes as manifest.json");
+  }
+  const auto field = [&](const char* name) -> std::optional<std::string> {
+    const auto it = m.find(name);
+    if (it == m.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const auto refuse = [&](const char* name, const std::string& recorded, const std::string& here, const char* why) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": " + name + " '" + recorded +
+                      "', this run's is '" + here + "': " + why);
+  };
+  const std::string status = field("status").value_or("");
+  if (status != "complete") refuse("status", status, "complete", "only a run that completed can be replayed");
+  const std::string device = manifest_device(context);
+  if (const auto recorded = field("device")) {
+    const bool both_none = recorded->rfind("none (", 0) == 0 && !context.gpu_available;
+    if (*recorded != device && !both_none) refuse("device", *recorded, device, "a replay must run on the same device");
+  }
+  const std::string timing = timing_name({context.timing_mode, context.cold_l2});
+  if (const auto recorded = field("timing_mode"); recorded && *recorded != timing) {
+    refuse("timing_mode", *recorded, timing, "a replay must time as the recorded run did");
+  }
+  for (const auto& [name, here] : {std::pair<const char*, std::string>{"tunebench_version", kVersion},
+                                   std::pair<const char*, std::string>{"tunebench_git_revision", kGitRevision}}) {
+    if (const auto recorded = field(name); recorded && *recorded != here) {
+      std::cerr << "bench: WARNING: REPLAY_FROM=" << dir.string() << ": " << file.string() << ": " << name << " '"
+                << *recorded << "', this build's is '" << here << "': replaying its configs across builds\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProbe& gpu, const OpList& ops,
@@ -72,7 +129,9 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
 
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
   context.replay_source = (dir / "configs.json").string();
-  for (auto& e : RunRecord::read(dir)) {
+  auto recorded = RunRecord::read(dir);
+  check_replay_manifest(dir, context);
+  for (auto& e : recorded) {
     const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
     if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
     const std::string device = (*op)->needs_gpu() ? context.device.name : context.host_name;

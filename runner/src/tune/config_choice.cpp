@@ -55,6 +55,23 @@ std::optional<Config> runnable_config(const Family& family, const std::string& t
   return config;
 }
 
+// Stores a sweep's outcome; a cache busy past its retries loses nothing of this run (the caller
+// keeps the winner in memory) and says in one line what was not stored. Returns whether it was.
+bool store_outcome(const RunContext& context, const cache::Key& key, const std::vector<cache::Measurement>& results,
+                   const std::optional<cache::Best>& best) {
+  if (!context.cache) return true;
+  try {
+    context.cache->store(key, results, best);
+    return true;
+  } catch (const cache::SqliteError& e) {
+    if (!cache::is_busy(e.code())) throw;
+    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": " << results.size()
+              << " measurement(s)" << (best ? " and the best config '" + best->config + "'" : std::string())
+              << " not stored, kept for this run only (" << e.what() << ")\n";
+    return false;
+  }
+}
+
 }  // namespace
 
 std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable) {
@@ -105,6 +122,11 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   }
   const cache::Key key = cache_key(op, family.shape, context);
   if (!options) {
+    {
+      std::lock_guard<std::mutex> lock(context.unstored->mutex);
+      const auto kept = context.unstored->best_of.find(key);
+      if (kept != context.unstored->best_of.end()) return {kept->second, ConfigSource::kTuned};
+    }
     std::string unusable;
     if (auto cached = cached_config(family, context, &unusable)) {
       return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
@@ -124,13 +146,16 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
       autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);
   if (!outcome.fatal_error.empty()) {
     // Keep what was learnt, the failing config above all, so no later run tries it again.
-    if (context.cache) context.cache->store(key, outcome.results, std::nullopt);
+    store_outcome(context, key, outcome.results, std::nullopt);
     throw StickyCudaError("sticky CUDA error while tuning, the process cannot continue on this GPU: " +
                           outcome.fatal_error);
   }
   std::optional<cache::Best> best;
   if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};
-  if (context.cache) context.cache->store(key, outcome.results, best);
+  if (!store_outcome(context, key, outcome.results, best) && outcome.found()) {
+    std::lock_guard<std::mutex> lock(context.unstored->mutex);
+    context.unstored->best_of[key] = outcome.best;
+  }
   if (!outcome.found()) {
     std::string why = "no config ran";
     for (const auto& m : outcome.results) {

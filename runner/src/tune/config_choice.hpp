@@ -45,7 +45,9 @@ struct UnrunnableReplay : std::runtime_error {
 /// `options` replaces context.tune and skips replay and cache (re-timing contenders, live
 /// tuning after a failed replay). Throws UnrunnableReplay for a replayed config the op cannot
 /// run, StickyCudaError when a config left a sticky CUDA error (what was learnt is stored),
-/// std::runtime_error when no config ran or the key cannot be stored (read-only cache).
+/// std::runtime_error when no config ran or the key cannot be stored (read-only cache). A
+/// cache still locked by another process after the store's retries does not fail the choice:
+/// the winner is kept in context.unstored for the run, with one line on stderr.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
                                               const RunTimer& time_run, const TuneOptions* options = nullptr);
 

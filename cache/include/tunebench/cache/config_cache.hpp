@@ -3,7 +3,9 @@
 // SQLite file shared by processes (WAL, busy timeout, transactions).
 
 #include <cstdint>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +58,15 @@ struct Best {
   std::int64_t updated_at = 0;  ///< Unix seconds
 };
 
+/// How long a cache write waits for a lock another process holds (a long import, say).
+struct BusyPolicy {
+  /// SQLite's busy timeout: how long one attempt waits for the lock (every statement).
+  std::chrono::milliseconds timeout{10000};
+  /// How long ConfigCache::store keeps retrying, with growing pauses between attempts, before
+  /// it gives up with SqliteError of a busy code (is_busy): a sweep's results are worth a wait.
+  std::chrono::milliseconds store_budget{60000};
+};
+
 /// The cache file. Schema history (PRAGMA user_version): 1 = the table of best configs;
 /// 2 = plus the per-config measurements. Older files are migrated on open. A file that is not
 /// a tunebench cache (another application_id, or written by a newer schema) or fails
@@ -80,7 +91,8 @@ class ConfigCache {
   /// Opens or creates the cache at `path`. Throws SqliteError when even a fresh file cannot be
   /// created there (e.g. the folder is not writable), and, with OnDamage::kThrow, when the file
   /// is not a usable tunebench cache.
-  explicit ConfigCache(const std::filesystem::path& path, OnDamage on_damage = OnDamage::kMoveAside);
+  explicit ConfigCache(const std::filesystem::path& path, OnDamage on_damage = OnDamage::kMoveAside,
+                       BusyPolicy busy = BusyPolicy());
 
   /// The best config of `key`, if tuned.
   std::optional<Best> best(const Key& key);
@@ -90,7 +102,9 @@ class ConfigCache {
   std::vector<Measurement> measurements(const Key& key);
 
   /// Stores the measurements (replacing earlier ones of the same configs) and, if given, the
-  /// best config of `key`, in one transaction.
+  /// best config of `key`, in one transaction. While another process holds the write lock, it
+  /// retries for up to BusyPolicy::store_budget, then throws SqliteError with a busy code
+  /// (is_busy) saying so; nothing is stored then.
   void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
 
   /// What store() takes, for several keys at once.
@@ -99,7 +113,8 @@ class ConfigCache {
     std::vector<Measurement> results;
     std::optional<Best> best;
   };
-  /// Stores every entry in one transaction: all of them or, on failure, none.
+  /// Stores every entry in one transaction: all of them or, on failure, none. Retries a busy
+  /// file as store() above.
   void store(const std::vector<Entry>& entries);
   /// Every key of the file, measured or with a best, with its measurements and best.
   std::vector<Entry> entries();
@@ -128,10 +143,12 @@ class ConfigCache {
   void migrate();
   void store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
   void require_writable(const char* action) const;
+  void write_retrying(const std::function<void()>& rows);
 
   std::filesystem::path path_;
   std::optional<Database> db_;
   std::optional<std::filesystem::path> moved_aside_;
+  BusyPolicy busy_;
 };
 
 }  // namespace tunebench::cache

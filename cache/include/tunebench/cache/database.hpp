@@ -3,9 +3,11 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tunebench::cache {
 
@@ -21,6 +23,10 @@ class SqliteError : public std::runtime_error {
   int code_;
 };
 
+/// True for the result codes of a lock held by another connection (SQLITE_BUSY, SQLITE_LOCKED,
+/// extended codes included): waiting may help, unlike any other failure.
+bool is_busy(int code);
+
 /// SQLite's name of result `rc` (sqlite3_errstr), followed in parentheses by the connection's
 /// message (sqlite3_errmsg) when `db` is given and the message says more than the name.
 std::string describe_error(int rc, sqlite3* db);
@@ -29,12 +35,13 @@ std::string describe_error(int rc, sqlite3* db);
 /// write-ahead logging and a busy timeout, so several processes can share one file.
 class Database {
  public:
-  /// Opens or creates `path` (its parent folders too). A file that can be read but not
-  /// written is opened read-only (read_only()), also in a folder where the WAL's -shm and -wal
-  /// files cannot be created: then through an -shm that exists, else as an immutable file
-  /// (unless a non-empty -wal holds transactions the file lacks). Throws SqliteError if it
-  /// cannot be opened or read, or std::filesystem::filesystem_error if the folder cannot be
-  /// created.
+  /// Opens or creates `path` (its parent folders too); `path` is a file name, never an SQLite
+  /// URI ("file:x" is the file of that name). A file this user cannot write is opened
+  /// read-only (read_only()) as an immutable file, so nothing is created beside it, or, while
+  /// a non-empty -wal holds transactions the file lacks, through its -shm; a writable file in a
+  /// folder where the WAL's -shm cannot be created likewise. Throws SqliteError if it cannot be
+  /// opened or read (naming the folder when a new file cannot be made in it), or
+  /// std::filesystem::filesystem_error if the folder cannot be created.
   explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000);
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
@@ -57,6 +64,11 @@ class Database {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  // Opens path_ read-only through the first of the file: URI `queries` ("mode=ro",
+  // "immutable=1") that reads; else throws SqliteError saying `why` it was read-only.
+  void open_read_only(const std::vector<const char*>& queries, int busy_timeout_ms, bool wal_pending,
+                      const std::string& why);
+
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
 };
