@@ -325,4 +325,10 @@ expect_error 2 "--benchmark_min_time='100x': expected plain seconds, e.g. 0.5" "
   --benchmark_min_time=100x
 [ "$(grep -c . "$work/err")" -eq 1 ] || fail "--benchmark_min_time=100x printed more than one line: $(cat "$work/err")"
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--benchmark_min_time=100x left a run directory"
+# Control characters in a value or a path are escaped: the one-line error stays one line.
+expect_error 2 "TUNEBENCH_SEED='1\n\x1b[31m2': expected a non-negative integer" env TUNEBENCH_SEED=$'1\n\e[31m2' "$bench"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "a seed with a newline printed $(wc -l <"$work/err") lines: $(cat -A "$work/err")"
+! grep -q $'\e' "$work/err" || fail "an escape character reached the terminal: $(cat -A "$work/err")"
+expect_error 2 "two\nlines: no such shape file or folder" "$bench" --tunebench_shapes="$work/two"$'\n'"lines"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "a shape path with a newline printed $(wc -l <"$work/err") lines: $(cat -A "$work/err")"
 echo "bench_cli: all checks passed"

@@ -9,6 +9,7 @@
 #include <exception>
 #include <iostream>
 
+#include "common/one_line.hpp"
 #include "plan/selection.hpp"
 #include "report/json_context.hpp"
 #include "report/latency_table.hpp"
@@ -44,7 +45,7 @@ BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>&
 }
 
 int no_match(const BenchmarkFilter& filter) {
-  std::cerr << "bench: --benchmark_filter='" << filter.spec()
+  std::cerr << "bench: --benchmark_filter='" << escape_controls(filter.spec())
             << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";
   return 1;
 }
@@ -151,7 +152,7 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   try {
     return run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
   } catch (const std::exception& e) {
-    std::cerr << "bench: " << e.what() << "\n";
+    std::cerr << "bench: " << escape_controls(e.what()) << "\n";  // one line whatever it quotes
     return 2;
   }
 }
