@@ -38,6 +38,7 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
         throw std::invalid_argument(std::string(flag.substr(0, flag.size() - 1)) + "='" + std::string(v) +
                                     "': expected console, json or csv");
       }
+      (flag == "--benchmark_format=" ? format_ : out_format_) = std::string(v);  // the last one wins, as in GB
     }
   }
   check_repetitions();

@@ -32,6 +32,9 @@ class Invocation {
   /// Google Benchmark's console format on stdout (the latency table joins it).
   bool console() const { return console_; }
   bool tabular() const { return tabular_; }  ///< --benchmark_counters_tabular
+  /// --benchmark_format and --benchmark_out_format: "console", "json" or "csv".
+  const std::string& format() const { return format_; }
+  const std::string& out_format() const { return out_format_; }
   /// Whether this process makes a run directory (not a listing, not a sweep worker).
   bool makes_run_dir() const { return !listing_ && settings_.shard < 0; }
 
@@ -56,6 +59,7 @@ class Invocation {
   Settings settings_;
   std::vector<std::string> original_args_, command_;
   bool listing_ = false, filter_given_ = false, console_ = true, tabular_ = false;
+  std::string format_ = "console", out_format_ = "json";
   std::vector<std::unique_ptr<std::string>> storage_;  // rewritten arguments
   std::vector<char*> args_;
   int argc_ = 0;
