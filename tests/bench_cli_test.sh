@@ -346,4 +346,17 @@ expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benc
 [ "$(grep -c . "$work/err")" -eq 1 ] || fail "a filter matching nothing printed more than one line: $(cat "$work/err")"
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "a filter matching nothing left a run directory"
 [ ! -s "$work/out" ] || [ "$(grep -c . "$work/out")" -le 3 ] || fail "a failed run printed results"
+# Google Benchmark 1.8's min time syntax gets tunebench's one line (1.7.1 would print two of its
+# own), exit 2, before a run directory is made.
+runs_before=$(ls "$work/runs" | wc -l)
+expect_error 2 "--benchmark_min_time='100x': expected plain seconds, e.g. 0.5" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_min_time=100x
+[ "$(grep -c . "$work/err")" -eq 1 ] || fail "--benchmark_min_time=100x printed more than one line: $(cat "$work/err")"
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--benchmark_min_time=100x left a run directory"
+# Control characters in a value or a path are escaped: the one-line error stays one line.
+expect_error 2 "TUNEBENCH_SEED='1\n\x1b[31m2': expected a non-negative integer" env TUNEBENCH_SEED=$'1\n\e[31m2' "$bench"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "a seed with a newline printed $(wc -l <"$work/err") lines: $(cat -A "$work/err")"
+! grep -q $'\e' "$work/err" || fail "an escape character reached the terminal: $(cat -A "$work/err")"
+expect_error 2 "two\nlines: no such shape file or folder" "$bench" --tunebench_shapes="$work/two"$'\n'"lines"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "a shape path with a newline printed $(wc -l <"$work/err") lines: $(cat -A "$work/err")"
 echo "bench_cli: all checks passed"

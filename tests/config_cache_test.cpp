@@ -319,6 +319,30 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(fs::file_size(dir_ / "empty.sqlite"), 0u);  // nor turns an empty file into a cache
 }
 
+// A key with one candidate is not timed (its p50 is stored as 0): the list says so instead of
+// "p50 0.00 us". A host key has no compute capability: no empty field in its brackets.
+TEST_F(ConfigCacheTest, CliListSaysUntimedAndLeavesOutAnEmptyComputeCapability) {
+  {
+    ConfigCache cache(file_);
+    const Key host{"cpu_mxfp4_gemm", "cpu_mxfp4_gemm-1", "M=1,N=256,K=512", "AMD EPYC", "", "host", "host"};
+    cache.store(host, {}, Best{"BLOCK_N=64,BLOCK_K=512", 0, 0});
+    cache.store(key(), {ok("B=2", 1500)}, Best{"B=2", 1500, 0});
+  }
+  const std::string out_file = (dir_ / "out.txt").string();
+  const std::string cmd =
+      std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' list > '" + out_file + "' 2>&1";
+  ASSERT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
+  std::ifstream f(out_file);
+  const std::string out(std::istreambuf_iterator<char>(f), {});
+  EXPECT_NE(out.find("cpu_mxfp4_gemm  M=1,N=256,K=512  BLOCK_N=64,BLOCK_K=512  not timed (one candidate)  "
+                     "[AMD EPYC, host, host]\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("p50 0.00"), std::string::npos) << out;
+  EXPECT_NE(out.find("M=8,N=4096,K=4096  B=2  p50 1.50 us  [NVIDIA H200 9.0, cuda 13.0, kernel]\n"), std::string::npos)
+      << out;
+}
+
 TEST_F(ConfigCacheTest, AFolderIsRefusedNotMovedAside) {
   fs::create_directories(dir_ / "folder" / "kernels");
   EXPECT_THROW(ConfigCache(dir_ / "folder"), tunebench::cache::SqliteError);

@@ -173,6 +173,36 @@ TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
   }
 }
 
+// A name or a path with a newline or another control character stays one line: escaped as \n,
+// \t, \x1b, so the terminal neither breaks the line nor obeys an escape sequence.
+TEST_F(ShapeFileTest, ControlCharactersInNamesAndPathsAreEscapedInTheOneLineError) {
+  const std::string name_error = error_of("name: \"evil\\nset\\x1b[31m\"\ngemms: [{name: a, n: 64, k: 128}]\nshapes: [{m: 1}]\n");
+  EXPECT_EQ(name_error.find('\n'), std::string::npos) << name_error;
+  EXPECT_EQ(name_error.find('\x1b'), std::string::npos) << name_error;
+  EXPECT_NE(name_error.find("got 'evil\\nset\\x1b[31m'"), std::string::npos) << name_error;
+  const std::string gemm_error = error_of("name: ok\ngemms: [{name: \"a\\tb\", n: 64, k: 128}]\nshapes: [{m: 1}]\n");
+  EXPECT_NE(gemm_error.find("a\\tb"), std::string::npos) << gemm_error;
+  EXPECT_EQ(gemm_error.find('\t'), std::string::npos) << gemm_error;
+  try {
+    tunebench::load_shape_path(dir_ / "two\nlines.yaml");
+    FAIL() << "a missing path loaded";
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("two\\nlines.yaml: no such shape file or folder"), std::string::npos) << what;
+  }
+  fs::create_directories(dir_ / "sets\x01");
+  write("sets\x01/bad.yaml", "name: x\n");
+  try {
+    tunebench::load_shape_path(dir_ / "sets\x01");
+    FAIL() << "a file without gemms loaded";
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\x01'), std::string::npos) << what;
+    EXPECT_NE(what.find("sets\\x01/bad.yaml: "), std::string::npos) << what;
+  }
+}
+
 TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {
   const auto sets = tunebench::load_shape_path(tunebench::testing::shipped_shape_dir());
   ASSERT_EQ(sets.size(), 4u);

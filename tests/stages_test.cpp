@@ -95,6 +95,26 @@ TEST(Invocation, AGivenOutputFileKeepsItsNameAndACsvIsNotCalledJson) {
   }
 }
 
+// Google Benchmark 1.8's "100x" (iterations) and "1s" are not 1.7.1's: it would answer them
+// with two lines of its own after the run directory was made.
+TEST(Invocation, AMinTimeThatIsNotPlainSecondsIsOneLineError) {
+  for (const char* t : {"100x", "1s", "0.5s", "", "x", "-1", "nan", "inf", "0,5"}) {
+    Argv a({"bench", std::string("--benchmark_min_time=") + t});
+    try {
+      tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
+      ADD_FAILURE() << t << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("--benchmark_min_time='") + t +
+                                           "': expected plain seconds, e.g. 0.5 (Google Benchmark 1.7.1 takes no "
+                                           "iteration count 'Nx' and no 's' suffix)");
+    }
+  }
+  for (const char* t : {"0.5", "0.01", "2", "1e-2", "0"}) {
+    Argv a({"bench", std::string("--benchmark_min_time=") + t});
+    EXPECT_NO_THROW(tunebench::Invocation(a.argc(), a.ptrs.data(), "shapes")) << t;
+  }
+}
+
 TEST(Plan, DefaultFilterFallsBackToEveryHostOpWhenTheDefaultSelectsNothing) {
   const tunebench::OpList ops{std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
   const auto decode = tunebench::make_families(ops, {tiny_set("dsv4f_decode_x")});

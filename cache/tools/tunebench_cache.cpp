@@ -103,8 +103,18 @@ std::optional<std::int64_t> optional_integer(const json& j, const std::string& n
   return integer(j, name);
 }
 
+// The device of a key: name and compute capability; a host key has no compute capability.
+std::string device_text(const Key& k) {
+  return k.device_cc.empty() ? k.device_name : k.device_name + " " + k.device_cc;
+}
+
 std::string key_text(const Key& k) {
-  return k.op + " " + k.tuning_key + " [" + k.device_name + " " + k.device_cc + ", " + k.toolkit + ", " + k.timing_mode + "]";
+  return k.op + " " + k.tuning_key + " [" + device_text(k) + ", " + k.toolkit + ", " + k.timing_mode + "]";
+}
+
+// A best config's time; a key with a single candidate is stored untimed, with p50 0.
+std::string best_time_text(const Best& b) {
+  return b.p50_ns == 0 ? "not timed (one candidate)" : "p50 " + fmt_us(b.p50_ns) + " us";
 }
 
 int run(std::vector<std::string> args) {
@@ -184,8 +194,8 @@ int run(std::vector<std::string> args) {
 
   if (cmd == "list" && args.size() == 1) {
     for (const auto& [k, b] : cache.list()) {
-      std::cout << k.op << "  " << k.tuning_key << "  " << b.config << "  p50 " << fmt_us(b.p50_ns) << " us  ["
-                << k.device_name << " " << k.device_cc << ", " << k.toolkit << ", " << k.timing_mode << "]\n";
+      std::cout << k.op << "  " << k.tuning_key << "  " << b.config << "  " << best_time_text(b) << "  ["
+                << device_text(k) << ", " << k.toolkit << ", " << k.timing_mode << "]\n";
     }
     return 0;
   }
@@ -193,7 +203,7 @@ int run(std::vector<std::string> args) {
     const auto keys = matching(cache, args[1], args[2]);
     for (const auto& k : keys) {
       const auto best = cache.best(k);
-      std::cout << k.op << " " << k.tuning_key << " [" << k.device_name << " " << k.device_cc << ", " << k.toolkit
+      std::cout << k.op << " " << k.tuning_key << " [" << device_text(k) << ", " << k.toolkit
                 << ", " << k.timing_mode << ", kernel " << k.kernel_version << "]\n  best: "
                 << (best ? best->config : std::string("(none)")) << "\n";
       for (const auto& m : cache.measurements(k)) {

@@ -11,10 +11,11 @@
 namespace tunebench {
 
 /// A shape file or folder that cannot be used. what() is one line naming the file, the entry
-/// (for example "shapes[3].m", with its line) and the reason.
+/// (for example "shapes[3].m", with its line) and the reason; control characters of `what`
+/// (a newline in a set name or a path) are escaped as \n, \t, \xHH.
 class ShapeError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ShapeError(const std::string& what);
 };
 
 /// One GEMM problem of a shape set: Y[M,N] = X[M,K] . W[N,K]^T.

@@ -8,7 +8,12 @@
 #include <set>
 #include <tuple>
 
+#include "common/one_line.hpp"
+
 namespace tunebench {
+
+ShapeError::ShapeError(const std::string& what) : std::runtime_error(escape_controls(what)) {}
+
 namespace {
 
 namespace fs = std::filesystem;

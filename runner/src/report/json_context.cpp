@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/c_numbers.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
@@ -56,14 +57,14 @@ void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, cons
   if (!executor.sweeps_up_front()) return;
   if (settings.warmup_gpus < 2) {
     benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
-    benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", std::to_string(w.seconds));
+    benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", c_number(w.seconds));
     return;
   }
   std::string list;
   for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
   benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(settings.warmup_gpus));
   benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
-  benchmark::AddCustomContext("parallel_warmup_seconds", std::to_string(w.seconds));
+  benchmark::AddCustomContext("parallel_warmup_seconds", c_number(w.seconds));
   benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
   benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
 }

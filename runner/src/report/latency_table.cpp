@@ -3,9 +3,10 @@
 #include "report/counters.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <set>
+
+#include "common/c_numbers.hpp"
 
 namespace tunebench {
 namespace {
@@ -20,11 +21,7 @@ const char* unit_name(benchmark::TimeUnit u) {
   return "?";
 }
 
-std::string fmt(double v, const char* spec = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
+std::string fmt(double v, const char* spec = "%.3g") { return format_c(spec, v); }
 
 // The rate counters a run reported.
 std::map<std::string, double> counters_of(const benchmark::BenchmarkReporter::Run& run) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "common/c_numbers.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "report/counters.hpp"
 #include "timing/op_timing.hpp"
@@ -86,6 +87,9 @@ void register_family(const Family& family, std::shared_ptr<const RunContext> con
                                  } catch (const std::exception& e) {
                                    state.SkipWithError(e.what());
                                  }
+                                 // The op's prepare() may have set the locale: Google Benchmark
+                                 // reports next.
+                                 use_c_numbers();
                                })
       ->UseManualTime()
       ->Unit(family.op->time_unit());

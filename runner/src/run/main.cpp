@@ -8,8 +8,12 @@
 
 #include <exception>
 #include <iostream>
+#include <memory>
 
+#include "common/c_numbers.hpp"
+#include "common/one_line.hpp"
 #include "plan/selection.hpp"
+#include "report/c_number_reporter.hpp"
 #include "report/json_context.hpp"
 #include "report/latency_table.hpp"
 #include "report/run_dir.hpp"
@@ -44,7 +48,7 @@ BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>&
 }
 
 int no_match(const BenchmarkFilter& filter) {
-  std::cerr << "bench: --benchmark_filter='" << filter.spec()
+  std::cerr << "bench: --benchmark_filter='" << escape_controls(filter.spec())
             << "' matches no benchmark (bench --benchmark_list_tests lists them)\n";
   return 1;
 }
@@ -72,13 +76,25 @@ void sweep_stage(const Invocation& inv, const std::vector<Family>& families, con
 }
 
 // Time and report: Google Benchmark's serial loop; the latency table joins the console format.
-std::size_t time_stage(const Invocation& inv, const std::vector<Family>& families, const RunDir& dir) {
-  if (!inv.console() || inv.listing()) return benchmark::RunSpecifiedBenchmarks();
+// tunebench makes both reporters (display, and the --benchmark_out file's when there is one),
+// so that their numbers are written in the "C" form whatever locale an op has set.
+std::size_t time_stage(const Invocation& inv, const std::vector<Family>& families, const RunDir& dir,
+                       const std::string& out_file) {
+  use_c_numbers();  // an in-process sweep has prepared ops
+  if (inv.listing()) return benchmark::RunSpecifiedBenchmarks();
   int options = benchmark::ConsoleReporter::OO_None;
   if (isatty(STDOUT_FILENO)) options |= benchmark::ConsoleReporter::OO_Color;
   if (inv.tabular()) options |= benchmark::ConsoleReporter::OO_Tabular;
-  LatencyTableReporter table(families, dir.path(), static_cast<benchmark::ConsoleReporter::OutputOptions>(options));
-  return benchmark::RunSpecifiedBenchmarks(&table);
+  const auto console_options = static_cast<benchmark::ConsoleReporter::OutputOptions>(options);
+  std::unique_ptr<benchmark::BenchmarkReporter> display;
+  if (inv.console()) {
+    display = std::make_unique<CNumbersReporter<LatencyTableReporter>>(families, dir.path(), console_options);
+  } else {
+    display = make_c_numbers_reporter(inv.format(), console_options);
+  }
+  // Google Benchmark opens the --benchmark_out file and points this reporter at it.
+  const auto file = out_file.empty() ? nullptr : make_c_numbers_reporter(inv.out_format(), benchmark::ConsoleReporter::OO_None);
+  return benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
 }
 
 // Finish: the run directory, --benchmark_out moved into place, the replay markers.
@@ -102,6 +118,7 @@ int finish_stage(const RunDir& dir, const RunContext& context, const Invocation&
 }
 
 int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
+  use_c_numbers();  // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
   const Settings& s = inv.settings();
   const RunDir dir(inv.makes_run_dir(), s.runs);
@@ -137,7 +154,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (!s.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", absolute_text(s.replay_from));
   const std::shared_ptr<const RunContext> frozen = context;
   for (const auto& family : families) register_family(family, frozen);
-  const std::size_t matched = time_stage(inv, families, dir);
+  const std::size_t matched = time_stage(inv, families, dir, out_file);
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
   if (const int rc = finish_stage(dir, *context, inv, out_file, results); rc != 0) return rc;
@@ -151,7 +168,7 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   try {
     return run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
   } catch (const std::exception& e) {
-    std::cerr << "bench: " << e.what() << "\n";
+    std::cerr << "bench: " << escape_controls(e.what()) << "\n";  // one line whatever it quotes
     return 2;
   }
 }

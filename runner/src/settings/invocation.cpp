@@ -1,6 +1,8 @@
 #include "settings/invocation.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 #include <string_view>
 
@@ -36,9 +38,11 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
         throw std::invalid_argument(std::string(flag.substr(0, flag.size() - 1)) + "='" + std::string(v) +
                                     "': expected console, json or csv");
       }
+      (flag == "--benchmark_format=" ? format_ : out_format_) = std::string(v);  // the last one wins, as in GB
     }
   }
   check_repetitions();
+  check_min_time();
   filter_given_ = has_flag("--benchmark_filter");
   listing_ = has_flag("--benchmark_list_tests");
   console_ = !has_flag("--benchmark_format") ||
@@ -61,6 +65,25 @@ void Invocation::check_repetitions() const {
     const long n = digits ? std::stol(v) : 0;
     if (!digits || n < 1 || n > 100000) {
       throw std::invalid_argument("--benchmark_repetitions='" + v + "': expected a whole number of repetitions, 1 to 100000");
+    }
+  }
+}
+
+// Google Benchmark 1.8 takes "100x" (iterations) and "1s"; 1.7.1 takes a plain double and
+// answers anything else with two lines of its own. from_chars reads the "C" form (a '.' point)
+// whatever the process's locale.
+void Invocation::check_min_time() const {
+  constexpr std::string_view flag = "--benchmark_min_time=";
+  for (const char* arg : args_) {
+    const std::string_view a = arg;
+    if (a.substr(0, flag.size()) != flag) continue;
+    const std::string_view v = a.substr(flag.size());
+    double seconds = -1;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !std::isfinite(seconds) || seconds < 0) {
+      throw std::invalid_argument("--benchmark_min_time='" + std::string(v) +
+                                  "': expected plain seconds, e.g. 0.5 (Google Benchmark 1.7.1 takes no iteration "
+                                  "count 'Nx' and no 's' suffix)");
     }
   }
 }

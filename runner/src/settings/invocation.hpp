@@ -17,8 +17,9 @@ class Invocation {
   /// Reads argv (tunebench's flags removed, the settings table parsed). Throws
   /// std::invalid_argument (one line) for a bad tunebench flag or variable, a
   /// --benchmark_format / --benchmark_out_format other than console, json or csv (Google
-  /// Benchmark would answer it with its usage text and exit status 0), or a
-  /// --benchmark_repetitions that is not 1 to 100000.
+  /// Benchmark would answer it with its usage text and exit status 0), a
+  /// --benchmark_repetitions that is not 1 to 100000, or a --benchmark_min_time that is not
+  /// plain seconds (Google Benchmark 1.8's "100x" or "1s").
   Invocation(int argc, char** argv, const std::filesystem::path& default_shapes);
 
   const Settings& settings() const { return settings_; }
@@ -31,6 +32,9 @@ class Invocation {
   /// Google Benchmark's console format on stdout (the latency table joins it).
   bool console() const { return console_; }
   bool tabular() const { return tabular_; }  ///< --benchmark_counters_tabular
+  /// --benchmark_format and --benchmark_out_format: "console", "json" or "csv".
+  const std::string& format() const { return format_; }
+  const std::string& out_format() const { return out_format_; }
   /// Whether this process makes a run directory (not a listing, not a sweep worker).
   bool makes_run_dir() const { return !listing_ && settings_.shard < 0; }
 
@@ -51,9 +55,11 @@ class Invocation {
  private:
   bool has_flag(const std::string& flag) const;
   void check_repetitions() const;
+  void check_min_time() const;
   Settings settings_;
   std::vector<std::string> original_args_, command_;
   bool listing_ = false, filter_given_ = false, console_ = true, tabular_ = false;
+  std::string format_ = "console", out_format_ = "json";
   std::vector<std::unique_ptr<std::string>> storage_;  // rewritten arguments
   std::vector<char*> args_;
   int argc_ = 0;

@@ -63,7 +63,8 @@ double parse_hang_timeout(const string& text, const string& what) {
                        std::isdigit(static_cast<unsigned char>(text.back())) &&
                        text.find_first_not_of("0123456789.") == string::npos &&
                        std::count(text.begin(), text.end(), '.') <= 1;
-  const double s = decimal ? std::strtod(text.c_str(), nullptr) : 0;
+  double s = 0;  // from_chars: a '.' point whatever the process's locale (strtod follows LC_NUMERIC)
+  if (decimal) std::from_chars(text.data(), text.data() + text.size(), s);
   if (!decimal || s < 1 || s > 1e6) {
     throw invalid_argument(what + "='" + text + "': expected seconds, a number from 1 to 1000000");
   }

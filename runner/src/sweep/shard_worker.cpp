@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/c_numbers.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/worker_record.hpp"
 #include "tune/config_choice.hpp"
@@ -78,9 +79,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - key_started).count();
     records.write({WorkerRecord::Kind::kTuned, name, "", seconds, ""});
-    char line[64];
-    std::snprintf(line, sizeof line, "%.2f", seconds);
-    std::cerr << "tunebench-shard: tuned " << name << " in " << line << " s\n";
+    std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";
     if (settings.fault.abort_shard == shard) std::abort();
   }
   return 0;

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/c_numbers.hpp"
 #include "plan/family.hpp"
 #include "sweep/shard_plan.hpp"
 #include "tune/config_choice.hpp"
@@ -24,8 +25,7 @@ void refuse_read_only(const std::vector<const Family*>& untuned, const RunContex
 }
 
 void print_report(const SweepExecutor& executor, const SweepReport& w, bool isolated) {
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f", w.seconds);
+  const std::string seconds = format_c("%.1f", w.seconds);
   if (isolated) {
     std::cerr << "bench: isolated sweep: " << w.keys << " keys in a child process in " << seconds << " s, " << w.tuned
               << " tuned, " << w.crashed_shards << " child processes failed\n";
