@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The parallel warmup end to end with the CPU op (no GPU needed): device tokens, merging,
-# disagreement counting, a crashed shard, SIGINT, and bad PARALLEL_WARMUP_GPUS values.
+# disagreement counting, a crashed shard, SIGINT, SIGHUP and SIGQUIT, and bad PARALLEL_WARMUP_GPUS values.
 set -euo pipefail
 bench=${1:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
@@ -255,6 +255,27 @@ sleep 0.5
   "$work/int.sqlite" || fail "cache after SIGINT fails integrity_check"
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
   || fail "warmup scratch folder left behind"
+
+# SIGHUP (a closed terminal, an ssh drop) and SIGQUIT end the sweep like SIGTERM: children
+# ended and reaped, the scratch folder under TMPDIR removed, finished keys kept, and the signal
+# re-raised (exit status 128 + the signal).
+for sig in HUP QUIT; do
+  rm -rf "$work/$sig.sqlite" "$work/$sig-tmp" && mkdir "$work/$sig-tmp"
+  ( ulimit -c 0; exec env TMPDIR="$work/$sig-tmp" TUNEBENCH_CACHE="$work/$sig.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
+    "$bench" --tunebench_shapes="$here/../runs/shape/dsv4f_decode_tp4.yaml" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
+    --benchmark_out="$work/$sig.json" >/dev/null 2>"$work/$sig.err" ) &
+  pid=$!
+  for _ in $(seq 50); do [ "$(grep -c 'tunebench-shard: CUDA' "$work/$sig.err" 2>/dev/null)" -eq 2 ] && break; sleep 0.1; done
+  sleep 1
+  kill -"$sig" "$pid"
+  set +e; wait "$pid"; rc=$?; set -e
+  [ "$rc" -eq $((128 + $(kill -l "$sig"))) ] || fail "bench on SIG$sig exited $rc: $(cat "$work/$sig.err")"
+  sleep 0.5
+  ! pgrep -f -- "$work/$sig.json.*--tunebench_shard=" >/dev/null || fail "a shard outlived SIG$sig: $(pgrep -af -- --tunebench_shard=)"
+  [ -z "$(ls -A "$work/$sig-tmp")" ] || fail "SIG$sig left the scratch folder: $(ls -R "$work/$sig-tmp")"
+  kept=$(sed -n 's/.*interrupted during the autotune sweep; \([0-9]*\) finished keys\{0,1\} kept/\1/p' "$work/$sig.err")
+  [ -n "$kept" ] && [ "$(keys "$sig")" -le "$kept" ] || fail "SIG$sig: finished keys not reported: $(cat "$work/$sig.err")"
+done
 
 # A SIGINT that was ignored when bench started (a background job of a non-interactive shell,
 # nohup) stays ignored: the sweep, interrupted over and over, finishes as if nothing happened.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -136,9 +137,12 @@ class Scratch {
   fs::path dir_;
 };
 
-// SIGINT and SIGTERM caught while children run; a signal ignored on entry (a background job of a
-// non-interactive shell, nohup) stays ignored: whoever started bench chose that it must not stop
-// it. Restored however the sweep ends, so Ctrl-C is never left caught by a handler nobody reads.
+// The signals that end bench where it stands (Ctrl-C, kill, a closed terminal or ssh drop,
+// Ctrl-\) are caught while children run, so that the children are ended and reaped, the scratch
+// folder removed and finished keys kept before the signal is re-raised. A signal ignored on
+// entry (a background job of a non-interactive shell, nohup) stays ignored: whoever started
+// bench chose that it must not stop it. Restored however the sweep ends, so Ctrl-C is never left
+// caught by a handler nobody reads.
 class CatchSignals {
  public:
   CatchSignals() {
@@ -146,21 +150,21 @@ class CatchSignals {
     act.sa_handler = on_signal;
     sigemptyset(&act.sa_mask);
     g_signal = 0;
-    sigaction(SIGINT, nullptr, &old_int_);
-    sigaction(SIGTERM, nullptr, &old_term_);
-    if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &act, nullptr);
-    if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &act, nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &act, nullptr);
+    }
   }
   ~CatchSignals() { restore(); }
   CatchSignals(const CatchSignals&) = delete;
   CatchSignals& operator=(const CatchSignals&) = delete;
   void restore() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  std::array<struct sigaction, kSignals.size()> old_{};
 };
 
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,

@@ -66,7 +66,7 @@ struct ChildLaunch {
 /// process's GPU (the faster kept). Progress shows on stderr; children's stderr lines are
 /// forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
 /// without a record for settings.hang_timeout_s (the clock waits while it compiles) is killed,
-/// and the config it was on stored as status timeout. On SIGINT or SIGTERM the children are
+/// and the config it was on stored as status timeout. On SIGINT, SIGTERM, SIGHUP or SIGQUIT the children are
 /// ended (killed after 2 s) and reaped, finished keys merged, and the signal re-raised; a
 /// signal ignored when the sweep starts stays ignored. Its scratch folder (tunebench-warmup-*
 /// under TMPDIR, else /tmp) is removed however it ends.
