@@ -58,6 +58,17 @@ sources() {  # sources NAME: the sources configs.json of run NAME gives, sorted 
 [ "$(sources tokens)" = "tuned=4" ] || fail "keys the warmup tuned in this run are not recorded as tuned: $(sources tokens)"
 # (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
 [[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
+# The JSON context maps each shard to its entry (and the card's UUID where the shard found one).
+[[ "$(context tokens parallel_warmup_shard_devices)" =~ ^0=6(\ \(GPU-[^\)]*\))?,\ 1=7(\ \(GPU-[^\)]*\))?$ ]] \
+  || fail "no shard-to-device map in the context: '$(context tokens parallel_warmup_shard_devices)'"
+# CUDA enumerates no device from the first negative entry on: -1 (CUDA's "no GPU") and -1,0
+# leave none to shard over, 6,-1,7 only one.
+for visible in -1 -1,0 6,-1,7; do
+  set +e; env TUNEBENCH_CACHE="$work/neg.sqlite" TUNEBENCH_RUNS="$work/neg-runs" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=$visible \
+    "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/neg.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "CUDA enumerates no device from its first negative entry on" "$work/neg.err" \
+    && ! grep -q 'tunebench-shard' "$work/neg.err" || fail "CUDA_VISIBLE_DEVICES=$visible: rc $rc $(cat "$work/neg.err")"
+done
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=MIG-5e6f' "$work/uuids.err" || fail "shard 1 did not get the MIG id"
 

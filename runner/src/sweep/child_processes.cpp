@@ -45,6 +45,7 @@ struct Child {
   int tuned = 0, planned = 0;
   bool exited = false;
   int status = 0;
+  std::string device;   // the worker's `started` record: its entry and the card's UUID
   double tuning_s = 0;  // the sum of the key times the worker recorded
   double wall_s = 0;    // from the spawn to the exit
   std::unique_ptr<RecordReader> records;
@@ -274,7 +275,9 @@ void read_records(Child& c) {
     if (r.kind == WorkerRecord::Kind::kTuned) {
       ++c.tuned;
       c.tuning_s += r.seconds;
-    } else if (r.kind != WorkerRecord::Kind::kStarted) {
+    } else if (r.kind == WorkerRecord::Kind::kStarted) {
+      c.device = r.device;
+    } else {
       c.last_activity = std::move(r);
     }
   }
@@ -370,7 +373,7 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
   for (std::size_t i = 0; i < children.size(); ++i) {
     const Child& c = children[i];
     report.tuned += c.tuned;
-    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s});
+    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s, c.device.empty() ? devices[i] : c.device});
     if (g_signal) continue;  // stopped on purpose
     if (c.hung) {
       ++report.crashed_shards;

@@ -22,10 +22,13 @@ struct SweepReport {
   double seconds = 0;       ///< wall time of the round
   /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
   /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
+  /// `device`: its CUDA_VISIBLE_DEVICES entry, with the card's UUID where the worker's `started`
+  /// record gave one ("6 (GPU-...)").
   struct Shard {
     int keys = 0;
     double tuning_s = 0;
     double wall_s = 0;
+    std::string device;
   };
   std::vector<Shard> per_shard;
 };

@@ -77,7 +77,9 @@ std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const s
   if (!isolate) return std::make_unique<InProcessExecutor>();
   auto tokens = device_tokens(visible, gpu.count);
   if (tokens.size() > 1) tokens.resize(1);
-  if (tokens.empty()) tokens.push_back("0");  // no device: host ops only
+  // No device: host ops only. The caller's "-1" (or empty) value is passed on, so that the child
+  // sees no GPU either.
+  if (tokens.empty()) tokens.push_back(visible ? visible : "0");
   return std::make_unique<ChildProcessExecutor>(1, std::move(tokens), true, std::move(launch), settings);
 }
 
