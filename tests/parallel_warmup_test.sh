@@ -175,6 +175,34 @@ grep -q 'WARNING: shard 0 (CUDA_VISIBLE_DEVICES=6) killed by signal 6' "$work/cr
 [ "$(keys crash)" -eq 4 ] || fail "the crashed shard's keys were not tuned: $(keys crash)"
 [ "$(grep -c manual_time "$work/crash.out")" -eq 4 ] || fail "not every benchmark ran"
 
+# The per-shard lines count every round: shard 0 aborts after a key in each round, so its keys
+# of round 2 are in its line, and the lines add up to the sweeps finished.
+grep -q 'parallel warmup round 2' "$work/crash.err" || fail "no second round after the crash: $(cat "$work/crash.err")"
+total=$(sed -n 's/.*parallel warmup: 4 keys on 2 shards in [0-9.]* s, \([0-9]*\) tuned.*/\1/p' "$work/crash.err")
+per_shard=$(sed -n 's/.*parallel warmup shard [01]: \([0-9]*\) keys\{0,1\}, .*/\1/p' "$work/crash.err" | awk '{s += $1} END {print s + 0}')
+[ -n "$total" ] && [ "$per_shard" -eq "$total" ] || fail "per-shard keys ($per_shard) do not add up to $total tuned: $(cat "$work/crash.err")"
+# Counts of one read as one: a key, a shard, a child process.
+single() {  # single NAME: fail when NAME.err counts one of something in the plural
+  ! grep -Eq '(^|[^0-9.])1 (keys|shards|child processes|devices|disagreements|configs)([^a-z]|$)' "$work/$1.err" \
+    || fail "a plural for a count of one: $(grep -E '(^|[^0-9.])1 (keys|shards|child processes|devices|disagreements|configs)' "$work/$1.err")"
+}
+run_only() {  # run_only NAME FILTER ENV... : like run, on the benchmarks FILTER selects
+  local name=$1 filter=$2; shift 2
+  rm -f "$work/$name.sqlite"
+  env TUNEBENCH_CACHE="$work/$name.sqlite" "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" \
+    --benchmark_min_time=0.01 >"$work/$name.out" 2>"$work/$name.err"
+}
+run_only crash1 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \
+  || fail "run with a crashing shard and 2 keys: $(cat "$work/crash1.err")"
+grep -Eq 'parallel warmup: 2 keys on 2 shards in [0-9.]+ s, 2 tuned, 1 shard failed, 0 disagreements$' "$work/crash1.err" \
+  && grep -Eq 'parallel warmup shard 0: 1 key, ' "$work/crash1.err" || fail "summary of one failed shard: $(cat "$work/crash1.err")"
+single crash1
+run_only crash1iso 'cpu_.*/M:1/N:256/' TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \
+  || fail "isolated sweep of one key with a crash: $(cat "$work/crash1iso.err")"
+grep -Eq 'isolated sweep: 1 key in a child process in [0-9.]+ s, 1 tuned, 1 child process failed$' "$work/crash1iso.err" \
+  || fail "summary of one failed child: $(cat "$work/crash1iso.err")"
+single crash1iso
+
 # A config that leaves a sticky CUDA error ends its shard; fresh shards in further rounds skip
 # it, every key gets tuned, and no benchmark ever runs it.
 run sticky PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=sticky-config=BLOCK_N=16,BLOCK_K=128 \

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/plural.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
@@ -307,8 +308,8 @@ void show_progress(const std::vector<Child>& children, int keys, Clock::time_poi
   }
   const double eta = done > 0 ? elapsed * (total - done) / done : 0;
   // Sweeps, not keys: a doubled key is swept on two shards, so there are more sweeps than keys.
-  std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
-               keys, per.c_str(), elapsed, eta);
+  std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %s (shards:%s) %.0f s, ETA %.0f s", done, total,
+               count_of(keys, "key", "keys").c_str(), per.c_str(), elapsed, eta);
 }
 
 // Until every child has exited and closed its stderr; on a signal, ends them (SIGKILL after 2 s).
@@ -356,7 +357,7 @@ void record_hang(const Child& c, std::size_t i, const std::string& device, doubl
                               : a.key + " [" + (a.kind == WorkerRecord::Kind::kTiming ? a.config : step) + "]")
             << " for "
             << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
-            << c.planned << " keys\n";
+            << count_of(c.planned, "key", "keys") << "\n";
   const auto f = std::find_if(k.keys.begin(), k.keys.end(), [&](const Family* key) { return key->name == a.key; });
   if (f == k.keys.end() || !context.cache || a.kind != WorkerRecord::Kind::kTiming) return;
   cache::Measurement m;
@@ -381,8 +382,8 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
     } else if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
       std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") "
-                << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
-                << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
+                << describe_exit(c.status) << " after " << c.tuned << " of " << count_of(c.planned, "key", "keys")
+                << "; the rest get another round in fresh processes, or are tuned before their timing loops\n";
     }
   }
 }
@@ -449,8 +450,8 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   if (std::any_of(k.keys.begin(), k.keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
     const std::size_t configs = precompile_for(k, context);
     char line[160];
-    std::snprintf(line, sizeof line, "bench: compiled %zu configs for the sweep in %.1f s, before the child processes\n",
-                  configs, since(started));
+    std::snprintf(line, sizeof line, "bench: compiled %s for the sweep in %.1f s, before the child processes\n",
+                  count_of(static_cast<long long>(configs), "config", "configs").c_str(), since(started));
     std::cerr << line;
   }
   CatchSignals signals;
@@ -467,7 +468,8 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   report.seconds = since(started);
   signals.restore();
   if (g_signal) {
-    std::cerr << "bench: interrupted during the autotune sweep; " << report.tuned << " finished keys kept\n";
+    std::cerr << "bench: interrupted during the autotune sweep; " << count_of(report.tuned, "finished key", "finished keys")
+              << " kept\n";
     raise(g_signal);
   }
   return report;
