@@ -295,6 +295,19 @@ sleep 0.5
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
   || fail "warmup scratch folder left behind"
 
+# Host (CPU) ops share the host's cores: shards time them one at a time, never concurrently, so
+# the seconds the shards spent tuning (from the per-shard lines) fit in the sweep's wall time.
+# Concurrent shards on shared cores spend about twice the wall time between them.
+rm -f "$work/host.sqlite"
+env TUNEBENCH_CACHE="$work/host.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$here/../runs/shape/dsv4f_decode_tp4.yaml" --benchmark_filter='cpu_.*/M:(4|8|16|32)/' \
+  --benchmark_min_time=0.01 >/dev/null 2>"$work/host.err" || fail "host-op warmup: $(cat "$work/host.err")"
+wall=$(sed -n 's/.*parallel warmup: 8 keys on 2 shards in \([0-9.]*\) s, .*/\1/p' "$work/host.err")
+tuning=$(sed -n 's/.*parallel warmup shard [01]: [0-9]* keys\{0,1\}, \([0-9.]*\) s tuning in .*/\1/p' "$work/host.err" | awk '{s += $1} END {print s + 0}')
+[ -n "$wall" ] && awk -v t="$tuning" -v w="$wall" 'BEGIN {exit !(t <= w + 0.2)}' \
+  || fail "shards timed host ops concurrently: ${tuning} s of tuning in a ${wall} s sweep: $(grep '^bench:' "$work/host.err")"
+[ "$(keys host)" -eq 8 ] || fail "host-op warmup stored $(keys host) keys, expected 8"
+
 # SIGHUP (a closed terminal, an ssh drop) and SIGQUIT end the sweep like SIGTERM: children
 # ended and reaped, the scratch folder under TMPDIR removed, finished keys kept, and the signal
 # re-raised (exit status 128 + the signal).

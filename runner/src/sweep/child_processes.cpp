@@ -285,11 +285,13 @@ void read_records(Child& c) {
 }
 
 // A worker without a record for `hang_s` is killed (reported after the loop). Compiling runs no
-// kernel: the watchdog judges kernels, so its clock waits while a worker compiles.
+// kernel: the watchdog judges kernels, so its clock waits while a worker compiles, and while it
+// waits for the host's cores (the shard holding them is watched here too: if it hangs it is
+// killed, and the cores are free again).
 void watch(Child& c, double hang_s) {
   if (c.exited || c.hung) return;
   read_records(c);
-  if (c.last_activity.kind == WorkerRecord::Kind::kCompiling) {
+  if (c.last_activity.kind == WorkerRecord::Kind::kCompiling || c.last_activity.kind == WorkerRecord::Kind::kWaiting) {
     c.active_at = Clock::now();
   } else if (since(c.active_at) > hang_s) {
     c.hung = true;
@@ -351,7 +353,9 @@ void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::tim
 void record_hang(const Child& c, std::size_t i, const std::string& device, double hang_s, const SweepKeys& k,
                  RunContext& context) {
   const WorkerRecord& a = c.last_activity;
-  const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling" : "preparing";
+  const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling"
+                     : a.kind == WorkerRecord::Kind::kWaiting ? "waiting for the host's cores"
+                                                              : "preparing";
   std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << device << ") hung on "
             << (a.key.empty() ? std::string("its start-up")
                               : a.key + " [" + (a.kind == WorkerRecord::Kind::kTiming ? a.config : step) + "]")

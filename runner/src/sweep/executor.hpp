@@ -94,10 +94,12 @@ class ChildProcessExecutor final : public SweepExecutor {
 };
 
 /// The worker side of ChildProcessExecutor: tunes the families named (one per line) in
-/// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. Returns the
-/// exit status: 0, 2 for an unreadable list or unknown family, 3 when a config left a sticky
-/// CUDA error (it is stored as launch_failed; the parent runs another round, in fresh processes
-/// that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
+/// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. A host op's key
+/// (Op::needs_gpu() false) is prepared and timed only while this worker holds the host's cores
+/// (a flock on host-cores.lock beside `list_file`, shared by the sweep's workers), so no two
+/// shards time host ops at once. Returns the exit status: 0, 2 for an unreadable list or
+/// unknown family, 3 when a config left a sticky CUDA error (it is stored as launch_failed; the
+/// parent runs another round, in fresh processes that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
 int run_shard(const std::vector<Family>& families, const RunContext& context, const Settings& settings);
 
 }  // namespace tunebench
