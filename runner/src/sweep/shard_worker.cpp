@@ -7,15 +7,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <functional>
-#include <memory>
-#include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
 
 #include "sweep/executor.hpp"
 #include "sweep/worker_record.hpp"
