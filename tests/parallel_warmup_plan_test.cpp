@@ -49,6 +49,35 @@ TEST(ParallelWarmup, ShardDevicesAreTheFirstNEntriesEachOnce) {
             std::string::npos);
 }
 
+// CUDA stops enumerating at the first invalid entry: -1 (CUDA's "no GPU"), or any negative
+// integer, hides itself and every entry after it.
+TEST(ParallelWarmup, ANegativeEntryHidesItselfAndTheRest) {
+  EXPECT_TRUE(device_tokens("-1", 0).empty());
+  EXPECT_TRUE(device_tokens("-1,0", 2).empty());
+  EXPECT_TRUE(device_tokens(" -2 ,1", 0).empty());
+  EXPECT_EQ(device_tokens("6,-1,7", 0), (std::vector<std::string>{"6"}));
+  EXPECT_EQ(device_tokens("6,-1,,7", 0), (std::vector<std::string>{"6"}));  // nothing past -1 is read
+  EXPECT_EQ(device_tokens("-,6", 0), (std::vector<std::string>{"-", "6"}));  // not a number: passed on
+  EXPECT_EQ(device_tokens("GPU-8a1b-22,-1", 0), (std::vector<std::string>{"GPU-8a1b-22"}));
+  const auto message = [](const char* visible, int n) {
+    try {
+      tunebench::shard_devices(device_tokens(visible, 0), n, visible);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("-1", 2),
+            "PARALLEL_WARMUP_GPUS=2 but no CUDA device is visible (CUDA_VISIBLE_DEVICES is '-1': CUDA enumerates no "
+            "device from its first negative entry on): expected at least 2 GPUs to shard the sweep over");
+  EXPECT_NE(message("-1,0", 2).find("no CUDA device is visible (CUDA_VISIBLE_DEVICES is '-1,0': CUDA enumerates no"),
+            std::string::npos);
+  EXPECT_EQ(message("6,-1,7", 2),
+            "PARALLEL_WARMUP_GPUS=2 but only 1 device is visible (CUDA_VISIBLE_DEVICES=6,-1,7: CUDA enumerates no "
+            "device from its first negative entry on)");
+  EXPECT_EQ(message("0,1,-1", 2), "accepted");
+}
+
 TEST(ParallelWarmup, GpusFromEnv) {
   for (const char* off : {"", "1"}) {
     ::setenv("PARALLEL_WARMUP_GPUS", off, 1);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The parallel warmup end to end with the CPU op (no GPU needed): device tokens, merging,
-# disagreement counting, a crashed shard, SIGINT, and bad PARALLEL_WARMUP_GPUS values.
+# disagreement counting, a crashed shard, SIGINT, SIGHUP and SIGQUIT, and bad PARALLEL_WARMUP_GPUS values.
 set -euo pipefail
 bench=${1:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
@@ -58,6 +58,17 @@ sources() {  # sources NAME: the sources configs.json of run NAME gives, sorted 
 [ "$(sources tokens)" = "tuned=4" ] || fail "keys the warmup tuned in this run are not recorded as tuned: $(sources tokens)"
 # (Honest disagreements between shards are possible on a noisy CPU: the count is a number.)
 [[ "$(context tokens parallel_warmup_disagreements)" =~ ^[0-9]+$ ]] || fail "no disagreement count in the context"
+# The JSON context maps each shard to its entry (and the card's UUID where the shard found one).
+[[ "$(context tokens parallel_warmup_shard_devices)" =~ ^0=6(\ \(GPU-[^\)]*\))?,\ 1=7(\ \(GPU-[^\)]*\))?$ ]] \
+  || fail "no shard-to-device map in the context: '$(context tokens parallel_warmup_shard_devices)'"
+# CUDA enumerates no device from the first negative entry on: -1 (CUDA's "no GPU") and -1,0
+# leave none to shard over, 6,-1,7 only one.
+for visible in -1 -1,0 6,-1,7; do
+  set +e; env TUNEBENCH_CACHE="$work/neg.sqlite" TUNEBENCH_RUNS="$work/neg-runs" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=$visible \
+    "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >/dev/null 2>"$work/neg.err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "CUDA enumerates no device from its first negative entry on" "$work/neg.err" \
+    && ! grep -q 'tunebench-shard' "$work/neg.err" || fail "CUDA_VISIBLE_DEVICES=$visible: rc $rc $(cat "$work/neg.err")"
+done
 run uuids PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=GPU-1b2c3d4e-0000-1111-2222-333344445555,MIG-5e6f || fail "uuid tokens"
 grep -qx '\[shard 1\] tunebench-shard: CUDA_VISIBLE_DEVICES=MIG-5e6f' "$work/uuids.err" || fail "shard 1 did not get the MIG id"
 
@@ -164,6 +175,34 @@ grep -q 'WARNING: shard 0 (CUDA_VISIBLE_DEVICES=6) killed by signal 6' "$work/cr
 [ "$(keys crash)" -eq 4 ] || fail "the crashed shard's keys were not tuned: $(keys crash)"
 [ "$(grep -c manual_time "$work/crash.out")" -eq 4 ] || fail "not every benchmark ran"
 
+# The per-shard lines count every round: shard 0 aborts after a key in each round, so its keys
+# of round 2 are in its line, and the lines add up to the sweeps finished.
+grep -q 'parallel warmup round 2' "$work/crash.err" || fail "no second round after the crash: $(cat "$work/crash.err")"
+total=$(sed -n 's/.*parallel warmup: 4 keys on 2 shards in [0-9.]* s, \([0-9]*\) tuned.*/\1/p' "$work/crash.err")
+per_shard=$(sed -n 's/.*parallel warmup shard [01]: \([0-9]*\) keys\{0,1\}, .*/\1/p' "$work/crash.err" | awk '{s += $1} END {print s + 0}')
+[ -n "$total" ] && [ "$per_shard" -eq "$total" ] || fail "per-shard keys ($per_shard) do not add up to $total tuned: $(cat "$work/crash.err")"
+# Counts of one read as one: a key, a shard, a child process.
+single() {  # single NAME: fail when NAME.err counts one of something in the plural
+  ! grep -Eq '(^|[^0-9.])1 (keys|shards|child processes|devices|disagreements|configs)([^a-z]|$)' "$work/$1.err" \
+    || fail "a plural for a count of one: $(grep -E '(^|[^0-9.])1 (keys|shards|child processes|devices|disagreements|configs)' "$work/$1.err")"
+}
+run_only() {  # run_only NAME FILTER ENV... : like run, on the benchmarks FILTER selects
+  local name=$1 filter=$2; shift 2
+  rm -f "$work/$name.sqlite"
+  env TUNEBENCH_CACHE="$work/$name.sqlite" "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" \
+    --benchmark_min_time=0.01 >"$work/$name.out" 2>"$work/$name.err"
+}
+run_only crash1 'cpu_.*/M:1/' PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \
+  || fail "run with a crashing shard and 2 keys: $(cat "$work/crash1.err")"
+grep -Eq 'parallel warmup: 2 keys on 2 shards in [0-9.]+ s, 2 tuned, 1 shard failed, 0 disagreements$' "$work/crash1.err" \
+  && grep -Eq 'parallel warmup shard 0: 1 key, ' "$work/crash1.err" || fail "summary of one failed shard: $(cat "$work/crash1.err")"
+single crash1
+run_only crash1iso 'cpu_.*/M:1/N:256/' TUNEBENCH_ISOLATE_SWEEP=1 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \
+  || fail "isolated sweep of one key with a crash: $(cat "$work/crash1iso.err")"
+grep -Eq 'isolated sweep: 1 key in a child process in [0-9.]+ s, 1 tuned, 1 child process failed$' "$work/crash1iso.err" \
+  || fail "summary of one failed child: $(cat "$work/crash1iso.err")"
+single crash1iso
+
 # A config that leaves a sticky CUDA error ends its shard; fresh shards in further rounds skip
 # it, every key gets tuned, and no benchmark ever runs it.
 run sticky PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=sticky-config=BLOCK_N=16,BLOCK_K=128 \
@@ -255,6 +294,40 @@ sleep 0.5
   "$work/int.sqlite" || fail "cache after SIGINT fails integrity_check"
 ! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
   || fail "warmup scratch folder left behind"
+
+# Host (CPU) ops share the host's cores: shards time them one at a time, never concurrently, so
+# the seconds the shards spent tuning (from the per-shard lines) fit in the sweep's wall time.
+# Concurrent shards on shared cores spend about twice the wall time between them.
+rm -f "$work/host.sqlite"
+env TUNEBENCH_CACHE="$work/host.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
+  --tunebench_shapes="$here/../runs/shape/dsv4f_decode_tp4.yaml" --benchmark_filter='cpu_.*/M:(4|8|16|32)/' \
+  --benchmark_min_time=0.01 >/dev/null 2>"$work/host.err" || fail "host-op warmup: $(cat "$work/host.err")"
+wall=$(sed -n 's/.*parallel warmup: 8 keys on 2 shards in \([0-9.]*\) s, .*/\1/p' "$work/host.err")
+tuning=$(sed -n 's/.*parallel warmup shard [01]: [0-9]* keys\{0,1\}, \([0-9.]*\) s tuning in .*/\1/p' "$work/host.err" | awk '{s += $1} END {print s + 0}')
+[ -n "$wall" ] && awk -v t="$tuning" -v w="$wall" 'BEGIN {exit !(t <= w + 0.2)}' \
+  || fail "shards timed host ops concurrently: ${tuning} s of tuning in a ${wall} s sweep: $(grep '^bench:' "$work/host.err")"
+[ "$(keys host)" -eq 8 ] || fail "host-op warmup stored $(keys host) keys, expected 8"
+
+# SIGHUP (a closed terminal, an ssh drop) and SIGQUIT end the sweep like SIGTERM: children
+# ended and reaped, the scratch folder under TMPDIR removed, finished keys kept, and the signal
+# re-raised (exit status 128 + the signal).
+for sig in HUP QUIT; do
+  rm -rf "$work/$sig.sqlite" "$work/$sig-tmp" && mkdir "$work/$sig-tmp"
+  ( ulimit -c 0; exec env TMPDIR="$work/$sig-tmp" TUNEBENCH_CACHE="$work/$sig.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
+    "$bench" --tunebench_shapes="$here/../runs/shape/dsv4f_decode_tp4.yaml" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
+    --benchmark_out="$work/$sig.json" >/dev/null 2>"$work/$sig.err" ) &
+  pid=$!
+  for _ in $(seq 50); do [ "$(grep -c 'tunebench-shard: CUDA' "$work/$sig.err" 2>/dev/null)" -eq 2 ] && break; sleep 0.1; done
+  sleep 1
+  kill -"$sig" "$pid"
+  set +e; wait "$pid"; rc=$?; set -e
+  [ "$rc" -eq $((128 + $(kill -l "$sig"))) ] || fail "bench on SIG$sig exited $rc: $(cat "$work/$sig.err")"
+  sleep 0.5
+  ! pgrep -f -- "$work/$sig.json.*--tunebench_shard=" >/dev/null || fail "a shard outlived SIG$sig: $(pgrep -af -- --tunebench_shard=)"
+  [ -z "$(ls -A "$work/$sig-tmp")" ] || fail "SIG$sig left the scratch folder: $(ls -R "$work/$sig-tmp")"
+  kept=$(sed -n 's/.*interrupted during the autotune sweep; \([0-9]*\) finished keys\{0,1\} kept/\1/p' "$work/$sig.err")
+  [ -n "$kept" ] && [ "$(keys "$sig")" -le "$kept" ] || fail "SIG$sig: finished keys not reported: $(cat "$work/$sig.err")"
+done
 
 # A SIGINT that was ignored when bench started (a background job of a non-interactive shell,
 # nohup) stays ignored: the sweep, interrupted over and over, finishes as if nothing happened.

@@ -47,6 +47,16 @@ TEST(WorkerRecord, EveryKindRoundTripsThroughOneJsonLine) {
   }
 }
 
+// A shard waiting for the host's cores (another shard times a host op) says so, with its key.
+TEST(WorkerRecord, WaitingForTheHostsCoresIsARecord) {
+  const auto line = tunebench::to_json_line({WorkerRecord::Kind::kWaiting, "cpu/set/M:1/N:64/K:64/manual", "", 0, ""});
+  EXPECT_EQ(line, R"({"key":"cpu/set/M:1/N:64/K:64/manual","record":"waiting"})");
+  const auto back = tunebench::parse_record_line(line);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kind, WorkerRecord::Kind::kWaiting);
+  EXPECT_EQ(back->key, "cpu/set/M:1/N:64/K:64/manual");
+}
+
 TEST(WorkerRecord, ReaderReturnsEachCompletedLineOnceAndWaitsForATornOne) {
   const fs::path file = scratch("reader");
   RecordReader reader(file);

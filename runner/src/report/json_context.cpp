@@ -67,6 +67,12 @@ void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, cons
   benchmark::AddCustomContext("parallel_warmup_seconds", c_number(w.seconds));
   benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
   benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
+  // Which card each shard swept on: shard=entry, with the UUID the shard reported where known.
+  std::string devices;
+  for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
+    devices += (i ? ", " : "") + std::to_string(i) + "=" + w.per_shard[i].device;
+  }
+  benchmark::AddCustomContext("parallel_warmup_shard_devices", devices);
 }
 
 }  // namespace tunebench

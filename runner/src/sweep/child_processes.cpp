@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -21,6 +22,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/plural.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
@@ -44,6 +46,7 @@ struct Child {
   int tuned = 0, planned = 0;
   bool exited = false;
   int status = 0;
+  std::string device;   // the worker's `started` record: its entry and the card's UUID
   double tuning_s = 0;  // the sum of the key times the worker recorded
   double wall_s = 0;    // from the spawn to the exit
   std::unique_ptr<RecordReader> records;
@@ -136,9 +139,12 @@ class Scratch {
   fs::path dir_;
 };
 
-// SIGINT and SIGTERM caught while children run; a signal ignored on entry (a background job of a
-// non-interactive shell, nohup) stays ignored: whoever started bench chose that it must not stop
-// it. Restored however the sweep ends, so Ctrl-C is never left caught by a handler nobody reads.
+// The signals that end bench where it stands (Ctrl-C, kill, a closed terminal or ssh drop,
+// Ctrl-\) are caught while children run, so that the children are ended and reaped, the scratch
+// folder removed and finished keys kept before the signal is re-raised. A signal ignored on
+// entry (a background job of a non-interactive shell, nohup) stays ignored: whoever started
+// bench chose that it must not stop it. Restored however the sweep ends, so Ctrl-C is never left
+// caught by a handler nobody reads.
 class CatchSignals {
  public:
   CatchSignals() {
@@ -146,21 +152,21 @@ class CatchSignals {
     act.sa_handler = on_signal;
     sigemptyset(&act.sa_mask);
     g_signal = 0;
-    sigaction(SIGINT, nullptr, &old_int_);
-    sigaction(SIGTERM, nullptr, &old_term_);
-    if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &act, nullptr);
-    if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &act, nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &act, nullptr);
+    }
   }
   ~CatchSignals() { restore(); }
   CatchSignals(const CatchSignals&) = delete;
   CatchSignals& operator=(const CatchSignals&) = delete;
   void restore() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  std::array<struct sigaction, kSignals.size()> old_{};
 };
 
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
@@ -270,18 +276,22 @@ void read_records(Child& c) {
     if (r.kind == WorkerRecord::Kind::kTuned) {
       ++c.tuned;
       c.tuning_s += r.seconds;
-    } else if (r.kind != WorkerRecord::Kind::kStarted) {
+    } else if (r.kind == WorkerRecord::Kind::kStarted) {
+      c.device = r.device;
+    } else {
       c.last_activity = std::move(r);
     }
   }
 }
 
 // A worker without a record for `hang_s` is killed (reported after the loop). Compiling runs no
-// kernel: the watchdog judges kernels, so its clock waits while a worker compiles.
+// kernel: the watchdog judges kernels, so its clock waits while a worker compiles, and while it
+// waits for the host's cores (the shard holding them is watched here too: if it hangs it is
+// killed, and the cores are free again).
 void watch(Child& c, double hang_s) {
   if (c.exited || c.hung) return;
   read_records(c);
-  if (c.last_activity.kind == WorkerRecord::Kind::kCompiling) {
+  if (c.last_activity.kind == WorkerRecord::Kind::kCompiling || c.last_activity.kind == WorkerRecord::Kind::kWaiting) {
     c.active_at = Clock::now();
   } else if (since(c.active_at) > hang_s) {
     c.hung = true;
@@ -300,8 +310,8 @@ void show_progress(const std::vector<Child>& children, int keys, Clock::time_poi
   }
   const double eta = done > 0 ? elapsed * (total - done) / done : 0;
   // Sweeps, not keys: a doubled key is swept on two shards, so there are more sweeps than keys.
-  std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %d keys (shards:%s) %.0f s, ETA %.0f s", done, total,
-               keys, per.c_str(), elapsed, eta);
+  std::fprintf(stderr, "\r\033[Kparallel warmup: %d/%d sweeps of %s (shards:%s) %.0f s, ETA %.0f s", done, total,
+               count_of(keys, "key", "keys").c_str(), per.c_str(), elapsed, eta);
 }
 
 // Until every child has exited and closed its stderr; on a signal, ends them (SIGKILL after 2 s).
@@ -343,13 +353,15 @@ void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::tim
 void record_hang(const Child& c, std::size_t i, const std::string& device, double hang_s, const SweepKeys& k,
                  RunContext& context) {
   const WorkerRecord& a = c.last_activity;
-  const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling" : "preparing";
+  const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling"
+                     : a.kind == WorkerRecord::Kind::kWaiting ? "waiting for the host's cores"
+                                                              : "preparing";
   std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << device << ") hung on "
             << (a.key.empty() ? std::string("its start-up")
                               : a.key + " [" + (a.kind == WorkerRecord::Kind::kTiming ? a.config : step) + "]")
             << " for "
             << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
-            << c.planned << " keys\n";
+            << count_of(c.planned, "key", "keys") << "\n";
   const auto f = std::find_if(k.keys.begin(), k.keys.end(), [&](const Family* key) { return key->name == a.key; });
   if (f == k.keys.end() || !context.cache || a.kind != WorkerRecord::Kind::kTiming) return;
   cache::Measurement m;
@@ -366,7 +378,7 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
   for (std::size_t i = 0; i < children.size(); ++i) {
     const Child& c = children[i];
     report.tuned += c.tuned;
-    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s});
+    report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s, c.device.empty() ? devices[i] : c.device});
     if (g_signal) continue;  // stopped on purpose
     if (c.hung) {
       ++report.crashed_shards;
@@ -374,8 +386,8 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
     } else if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
       ++report.crashed_shards;
       std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << devices[i] << ") "
-                << describe_exit(c.status) << " after " << c.tuned << " of " << c.planned
-                << " keys; the rest get another round in fresh processes, or are tuned before their timing loops\n";
+                << describe_exit(c.status) << " after " << c.tuned << " of " << count_of(c.planned, "key", "keys")
+                << "; the rest get another round in fresh processes, or are tuned before their timing loops\n";
     }
   }
 }
@@ -442,8 +454,8 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   if (std::any_of(k.keys.begin(), k.keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
     const std::size_t configs = precompile_for(k, context);
     char line[160];
-    std::snprintf(line, sizeof line, "bench: compiled %zu configs for the sweep in %.1f s, before the child processes\n",
-                  configs, since(started));
+    std::snprintf(line, sizeof line, "bench: compiled %s for the sweep in %.1f s, before the child processes\n",
+                  count_of(static_cast<long long>(configs), "config", "configs").c_str(), since(started));
     std::cerr << line;
   }
   CatchSignals signals;
@@ -460,7 +472,8 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   report.seconds = since(started);
   signals.restore();
   if (g_signal) {
-    std::cerr << "bench: interrupted during the autotune sweep; " << report.tuned << " finished keys kept\n";
+    std::cerr << "bench: interrupted during the autotune sweep; " << count_of(report.tuned, "finished key", "finished keys")
+              << " kept\n";
     raise(g_signal);
   }
   return report;

@@ -22,10 +22,13 @@ struct SweepReport {
   double seconds = 0;       ///< wall time of the round
   /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
   /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
+  /// `device`: its CUDA_VISIBLE_DEVICES entry, with the card's UUID where the worker's `started`
+  /// record gave one ("6 (GPU-...)").
   struct Shard {
     int keys = 0;
     double tuning_s = 0;
     double wall_s = 0;
+    std::string device;
   };
   std::vector<Shard> per_shard;
 };
@@ -66,7 +69,7 @@ struct ChildLaunch {
 /// process's GPU (the faster kept). Progress shows on stderr; children's stderr lines are
 /// forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
 /// without a record for settings.hang_timeout_s (the clock waits while it compiles) is killed,
-/// and the config it was on stored as status timeout. On SIGINT or SIGTERM the children are
+/// and the config it was on stored as status timeout. On SIGINT, SIGTERM, SIGHUP or SIGQUIT the children are
 /// ended (killed after 2 s) and reaped, finished keys merged, and the signal re-raised; a
 /// signal ignored when the sweep starts stays ignored. Its scratch folder (tunebench-warmup-*
 /// under TMPDIR, else /tmp) is removed however it ends.
@@ -91,10 +94,12 @@ class ChildProcessExecutor final : public SweepExecutor {
 };
 
 /// The worker side of ChildProcessExecutor: tunes the families named (one per line) in
-/// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. Returns the
-/// exit status: 0, 2 for an unreadable list or unknown family, 3 when a config left a sticky
-/// CUDA error (it is stored as launch_failed; the parent runs another round, in fresh processes
-/// that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
+/// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. A host op's key
+/// (Op::needs_gpu() false) is prepared and timed only while this worker holds the host's cores
+/// (a flock on host-cores.lock beside `list_file`, shared by the sweep's workers), so no two
+/// shards time host ops at once. Returns the exit status: 0, 2 for an unreadable list or
+/// unknown family, 3 when a config left a sticky CUDA error (it is stored as launch_failed; the
+/// parent runs another round, in fresh processes that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
 int run_shard(const std::vector<Family>& families, const RunContext& context, const Settings& settings);
 
 }  // namespace tunebench

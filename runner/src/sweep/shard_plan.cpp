@@ -6,7 +6,31 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "common/plural.hpp"
+
 namespace tunebench {
+namespace {
+
+// CUDA stops enumerating CUDA_VISIBLE_DEVICES at its first invalid entry; -1 (any negative
+// integer) is the one that is invalid everywhere, and "-1" alone is the usual "no GPU".
+bool hides_the_rest(const std::string& token) {
+  return token.size() > 1 && token[0] == '-' && token.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+bool has_hiding_entry(const std::string& visible) {
+  std::size_t pos = 0;
+  while (pos <= visible.size()) {
+    const auto comma = std::min(visible.find(',', pos), visible.size());
+    std::string token = visible.substr(pos, comma - pos);
+    token.erase(0, token.find_first_not_of(' '));
+    token.erase(token.find_last_not_of(' ') + 1);
+    if (hides_the_rest(token)) return true;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::vector<std::string> device_tokens(const char* visible, int device_count) {
   std::vector<std::string> tokens;
@@ -24,6 +48,7 @@ std::vector<std::string> device_tokens(const char* visible, int device_count) {
     if (token.empty()) {
       throw std::invalid_argument("CUDA_VISIBLE_DEVICES='" + s + "': empty entry (expected comma-separated devices)");
     }
+    if (hides_the_rest(token)) break;
     tokens.push_back(token);
     pos = comma + 1;
   }
@@ -33,13 +58,19 @@ std::vector<std::string> device_tokens(const char* visible, int device_count) {
 std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible) {
   if (n > static_cast<int>(tokens.size())) {
     const std::string asked = "PARALLEL_WARMUP_GPUS=" + std::to_string(n) + " but ";
+    const bool hidden = visible && has_hiding_entry(visible);
+    const std::string why = hidden ? ": CUDA enumerates no device from its first negative entry on" : "";
     if (tokens.empty()) {
       throw std::invalid_argument(asked + "no CUDA device is visible (CUDA_VISIBLE_DEVICES is " +
-                                  (visible ? "empty" : "unset, and no device was found") +
+                                  (!visible ? "unset, and no device was found"
+                                   : hidden ? "'" + std::string(visible) + "'" + why
+                                            : std::string("empty")) +
                                   "): expected at least " + std::to_string(n) + " GPUs to shard the sweep over");
     }
-    throw std::invalid_argument(asked + "only " + std::to_string(tokens.size()) + " devices are visible (" +
-                                (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible)
+    throw std::invalid_argument(asked + "only " +
+                                count_of(static_cast<long long>(tokens.size()), "device is", "devices are") +
+                                " visible (" +
+                                (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible) + why
                                          : std::string("CUDA_VISIBLE_DEVICES is unset: every device found")) +
                                 ")");
   }

@@ -9,14 +9,17 @@
 namespace tunebench {
 
 /// The caller's CUDA_VISIBLE_DEVICES entries, as opaque tokens (integers, GPU-UUIDs, MIG ids
-/// are passed on as written; nothing is parsed as a number). Unset: "0" .. "device_count-1".
-/// An empty entry throws std::invalid_argument.
+/// are passed on as written). Unset: "0" .. "device_count-1". CUDA stops enumerating at the
+/// first invalid entry: from the first negative integer ("-1", CUDA's "no GPU") on, entries are
+/// absent, so "-1" and "-1,0" give none and "6,-1,7" gives "6". An empty entry before that
+/// throws std::invalid_argument.
 std::vector<std::string> device_tokens(const char* visible_devices, int device_count);
 
 /// The devices of shards 0 .. n-1: the first n of `tokens` (device_tokens). Entries past the
 /// n-th are not used, so they are not looked at. Throws std::invalid_argument, one line, when
 /// fewer than n are given or two of the first n are the same entry (two shards would share one
-/// GPU). `visible` is CUDA_VISIBLE_DEVICES as set (null: unset), for the message only.
+/// GPU). `visible` is CUDA_VISIBLE_DEVICES as set (null: unset), for the message only (which
+/// says when a negative entry hid the devices).
 std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, int n, const char* visible);
 
 /// Which keys each shard tunes. Keys are dealt largest cost first to the least-loaded shard

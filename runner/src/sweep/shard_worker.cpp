@@ -1,11 +1,21 @@
 // The worker side of ChildProcessExecutor: a child process tuning the keys of its list.
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
 
 #include "common/c_numbers.hpp"
 #include "sweep/executor.hpp"
@@ -14,6 +24,39 @@
 
 namespace tunebench {
 namespace {
+
+// The host's cores, held by one shard of a sweep at a time while it tunes a host (CPU) op: the
+// shards share those cores, and two shards timing host ops at once measured 9-16 ms against
+// 1.15 ms for the same key. An exclusive flock on a file in the sweep's scratch folder, which
+// the kernel releases when its holder exits or is killed, so a crashed or hung shard frees it.
+class HostCores {
+ public:
+  explicit HostCores(const std::filesystem::path& file) : fd_(open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  }
+  ~HostCores() {
+    if (fd_ >= 0) close(fd_);
+  }
+  HostCores(const HostCores&) = delete;
+  HostCores& operator=(const HostCores&) = delete;
+  /// Held until this goes; empty (none()): not held.
+  using Held = std::unique_ptr<HostCores, void (*)(HostCores*)>;
+  static Held none() { return {nullptr, release}; }
+  /// Blocks until no other shard holds them; `on_wait` is called once, before blocking, when one
+  /// does.
+  Held hold(const std::function<void()>& on_wait) {
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      on_wait();
+      while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+    return {this, release};
+  }
+
+ private:
+  static void release(HostCores* h) { flock(h->fd_, LOCK_UN); }
+  int fd_ = -1;
+};
 
 // disagree-shard=I: shard I reports as winner a config of the expanded space outside the swept
 // one, which no honest sweep of the other shard can pick.
@@ -54,16 +97,23 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   // The card's own UUID beside the token, so a run shows which physical GPU each shard swept on.
   std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << visible << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
+  // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
+  HostCores host_cores(std::filesystem::path(list_file).parent_path() / "host-cores.lock");
   std::string name;
   while (std::getline(in, name)) {
-    const auto key_started = std::chrono::steady_clock::now();
     current = name;
-    records.write({WorkerRecord::Kind::kPreparing, name, "", 0, ""});
     const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
     if (it == families.end()) {
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
       return 2;
     }
+    // A host op is prepared and timed only while this shard holds the host's cores; its seconds
+    // start when it has them, so they count tuning, not waiting.
+    auto cores = it->op->needs_gpu() ? HostCores::none() : host_cores.hold([&] {
+      records.write({WorkerRecord::Kind::kWaiting, name, "", 0, ""});
+    });
+    const auto key_started = std::chrono::steady_clock::now();
+    records.write({WorkerRecord::Kind::kPreparing, name, "", 0, ""});
     try {
       ensure_tuned(*it, context);
     } catch (const StickyCudaError& e) {
@@ -80,6 +130,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - key_started).count();
     records.write({WorkerRecord::Kind::kTuned, name, "", seconds, ""});
     std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";
+    cores.reset();
     if (settings.fault.abort_shard == shard) std::abort();
   }
   return 0;

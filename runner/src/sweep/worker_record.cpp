@@ -13,7 +13,7 @@ namespace {
 constexpr std::pair<WorkerRecord::Kind, const char*> kKinds[] = {
     {WorkerRecord::Kind::kStarted, "started"},     {WorkerRecord::Kind::kPreparing, "preparing"},
     {WorkerRecord::Kind::kCompiling, "compiling"}, {WorkerRecord::Kind::kTiming, "timing"},
-    {WorkerRecord::Kind::kTuned, "tuned"}};
+    {WorkerRecord::Kind::kTuned, "tuned"},         {WorkerRecord::Kind::kWaiting, "waiting"}};
 
 }  // namespace
 

@@ -11,7 +11,7 @@
 
 namespace tunebench {
 
-/// One record. JSON: {"record": "started"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
+/// One record. JSON: {"record": "started"|"waiting"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
 /// "config": ..., "seconds": ..., "device": ...}; fields a kind does not use are left out.
 struct WorkerRecord {
   enum class Kind {
@@ -20,6 +20,8 @@ struct WorkerRecord {
     kCompiling,  ///< key `key`: compiling its configs (no kernel runs; the watchdog waits)
     kTiming,     ///< key `key`: timing config `config`
     kTuned,      ///< key `key` is stored in the worker's cache after `seconds` of tuning
+    kWaiting,    ///< key `key` (a host op): waiting for another shard to finish timing a host op
+                 ///< (no kernel runs; the watchdog waits)
   };
   Kind kind = Kind::kPreparing;
   std::string key;     ///< family name of the key
