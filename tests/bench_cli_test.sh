@@ -289,6 +289,12 @@ expect_error() {
 printf 'name: x\nmoe: {experts: 8, top_k: 2}\ngemms: [{name: a, n: 64, k: 100}]\nshapes: [{m: 1}]\n' >"$work/badk.yaml"
 expect_error 2 "badk.yaml: gemms[0].k (line 3): K=100 is not a multiple of 32" "$bench" --tunebench_shapes="$work/badk.yaml"
 expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
+# Input refused after the plan (a replay folder, the sweep's devices) is still one line: the
+# notice of a run without a GPU comes only after every check.
+for refused in "REPLAY_FROM=$work/no-such-run" "PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6"; do
+  set +e; env $refused "$bench" --tunebench_shapes="$tiny" >"$work/out" 2>"$work/err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] || fail "$refused: expected one line and exit 2, got $rc: $(cat "$work/err")"
+done
 # A set without moe: is a set for the non-routed ops; the routed op has no benchmarks on it.
 printf 'name: plain\ngemms: [{name: a, n: 64, k: 128}]\nshapes: [{m: 1}]\n' >"$work/plain.yaml"
 "$bench" --tunebench_shapes="$work/plain.yaml" --benchmark_list_tests >"$work/plain.list" 2>"$work/plain.err" \

@@ -31,20 +31,25 @@ struct Defaults {
 };
 
 // Plan: families of every op on every set, and the filter this run selects with (the default
-// one when none is given, announced without a GPU). A listing shows every family whatever the
-// machine; only a run narrows to the default.
+// one when none is given, to be announced without a GPU in `notice`). A listing shows every
+// family whatever the machine; only a run narrows to the default.
 BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>& families, const OpList& ops,
-                               const GpuProbe& gpu, const Defaults& d) {
+                               const GpuProbe& gpu, const Defaults& d, std::string& notice) {
   if (!inv.filter_given() && !inv.listing()) {
     const bool any_gpu_op = std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->needs_gpu(); });
     const std::string filter = default_filter(families, gpu.available() && any_gpu_op, d.gpu_filter, d.cpu_filter);
     benchmark::SetBenchmarkFilter(filter);
-    if (!gpu.available() && inv.settings().shard < 0) {  // a shard runs the keys it is given
-      std::cerr << "bench: no CUDA device (" << gpu.reason << "): GPU families skipped, running --benchmark_filter="
-                << filter << "\n";
+    if (!gpu.available()) {
+      notice += "bench: no CUDA device (" + gpu.reason + "): GPU families skipped, running --benchmark_filter=" +
+                filter + "\n";
     }
   }
-  return BenchmarkFilter(benchmark::GetBenchmarkFilter());
+  const BenchmarkFilter selected(benchmark::GetBenchmarkFilter());
+  if (const auto n = selected_gpu_families(families, selected); n > 0 && !gpu.available() && !inv.listing()) {
+    notice += "bench: no CUDA device (" + gpu.reason + "): " + std::to_string(n) +
+              " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
+  }
+  return selected;
 }
 
 int no_match(const BenchmarkFilter& filter) {
@@ -59,14 +64,23 @@ ChildLaunch self_launch(const Invocation& inv) {
   return {ec ? inv.command().front() : exe.string(), inv.original_args()};
 }
 
-// Sweep: every selected key the cache cannot answer, before the serial timing loop.
-void sweep_stage(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
-                 RunContext& context, const GpuProbe& gpu) {
-  const Settings& s = inv.settings();
+// The sweep's plan: its executor, with what would refuse it (the devices, a read-only cache)
+// found before anything is announced, so bad input stays one line.
+std::unique_ptr<SweepExecutor> plan_sweep(const Invocation& inv, const std::vector<Family>& families,
+                                          const BenchmarkFilter& filter, const RunContext& context,
+                                          const GpuProbe& gpu) {
   const auto untuned = untuned_families(families, filter, context);
-  const auto executor = choose_executor(s, untuned, gpu, self_launch(inv));
-  const SweepReport report = run_sweep_stage(*executor, families, filter, context, s);
-  add_sweep_context(*executor, report, s);
+  auto executor = choose_executor(inv.settings(), untuned, gpu, self_launch(inv));
+  if (executor->sweeps_up_front()) check_results_can_be_stored(untuned, context, executor->name());
+  return executor;
+}
+
+// Sweep: every selected key the cache cannot answer, before the serial timing loop.
+void sweep_stage(const Invocation& inv, SweepExecutor& executor, const std::vector<Family>& families,
+                 const BenchmarkFilter& filter, RunContext& context) {
+  const Settings& s = inv.settings();
+  const SweepReport report = run_sweep_stage(executor, families, filter, context, s);
+  add_sweep_context(executor, report, s);
   // SQLite opens a read-only file for reading; say so once instead of failing key by key
   // (after the sweep's refusal, so a refused run prints one line).
   if (context.cache->read_only()) {
@@ -129,7 +143,8 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
 
   const auto families = plan_families(ops, s);  // plan
   const GpuProbe gpu = probe_gpus();
-  const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d);
+  std::string notice;
+  const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d, notice);
   if (!selects_any(families, filter)) return no_match(filter);  // before anything is written
   const auto context = make_context(s, gpu, ops, inv.listing());
   if (!inv.listing()) benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
@@ -138,15 +153,13 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
     context->record = std::make_shared<RunRecord>();
     if (!s.replay_from.empty()) load_replay(s.replay_from, ops, *context);
   }
+  const auto executor = inv.listing() ? nullptr : plan_sweep(inv, families, filter, *context, gpu);
+  std::cerr << notice;  // after every check of the input: a refused run prints one line
   benchmark::AddCustomContext("tunebench_autotune_space", s.space == SpaceKind::kExpanded ? "expanded" : "default");
-  if (const auto n = selected_gpu_families(families, filter); n > 0 && !gpu.available() && !inv.listing()) {
-    std::cerr << "bench: no CUDA device (" << gpu.reason << "): " << n
-              << " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
-  }
   add_run_context(*context, s, gpu, ops);
   const std::string results = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
   if (dir.claimed()) dir.write_manifest(*context, inv, results, false);
-  if (!inv.listing()) sweep_stage(inv, families, filter, *context, gpu);
+  if (executor) sweep_stage(inv, *executor, families, filter, *context);
 
   // Settle configs and time: each benchmark's config is chosen (replayed, cached, or tuned now)
   // right before its own timing loop, by the registered body.

@@ -14,17 +14,6 @@
 namespace tunebench {
 namespace {
 
-// The children's results reach the run only through the cache: refuse before any sweep starts
-// rather than lose the sweep at the merge.
-void refuse_read_only(const std::vector<const Family*>& untuned, const RunContext& context, const std::string& what) {
-  if (!context.cache || !context.cache->read_only() || untuned.empty()) return;
-  std::set<cache::Key> keys;
-  for (const Family* f : untuned) keys.insert(cache_key(*f->op, f->shape, context));
-  throw std::invalid_argument("config cache " + context.cache->path().string() + " is read-only, and " +
-                              count_of(static_cast<long long>(keys.size()), "key needs", "keys need") +
-                              " tuning that the " + what +
-                              " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
-}
 
 // A further round's figures added to the sweep's: the summary's per-shard lines then count what
 // shard i did in every round, not in the first alone. Rounds re-plan, so shard i of a later
@@ -73,6 +62,18 @@ void print_report(const SweepExecutor& executor, const SweepReport& w, bool isol
 
 }  // namespace
 
+// The children's results reach the run only through the cache: refuse before any sweep starts
+// rather than lose the sweep at the merge.
+void check_results_can_be_stored(const std::vector<const Family*>& untuned, const RunContext& context, const std::string& what) {
+  if (!context.cache || !context.cache->read_only() || untuned.empty()) return;
+  std::set<cache::Key> keys;
+  for (const Family* f : untuned) keys.insert(cache_key(*f->op, f->shape, context));
+  throw std::invalid_argument("config cache " + context.cache->path().string() + " is read-only, and " +
+                              count_of(static_cast<long long>(keys.size()), "key needs", "keys need") +
+                              " tuning that the " + what +
+                              " could not store: point TUNEBENCH_CACHE or --tunebench_cache at a writable file");
+}
+
 std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
                                             const RunContext& context) {
   std::vector<const Family*> untuned;
@@ -110,7 +111,7 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<Family>& 
                             const BenchmarkFilter& filter, RunContext& context, const Settings& settings) {
   if (!executor.sweeps_up_front()) return {};
   auto untuned = untuned_families(families, filter, context);
-  refuse_read_only(untuned, context, executor.name());
+  check_results_can_be_stored(untuned, context, executor.name());
   const auto to_sweep = untuned;
   SweepReport w = executor.sweep(untuned, context, true);
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round

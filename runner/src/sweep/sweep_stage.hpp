@@ -24,6 +24,12 @@ std::vector<const Family*> untuned_families(const std::vector<Family>& families,
 std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const std::vector<const Family*>& untuned,
                                                const GpuProbe& gpu, ChildLaunch launch);
 
+/// Throws std::invalid_argument (one line) when the cache is read-only and `untuned` is not empty:
+/// the executor's workers' results reach the run only through the cache, so the sweep is refused
+/// before it starts rather than lost at the merge. `what` names the executor.
+void check_results_can_be_stored(const std::vector<const Family*>& untuned, const RunContext& context,
+                                 const std::string& what);
+
 /// Runs `executor` over `untuned`, then further rounds in fresh workers for the keys that
 /// crashed workers left (a sticky CUDA error ends a worker), as long as each round finishes
 /// some (at most 8 rounds); marks the families it tuned in context.swept; prints the summary on
