@@ -82,6 +82,11 @@ std::vector<const Family*> untuned_families(const std::vector<Family>& families,
     // A replayed benchmark runs its recorded config without tuning: sweeping its key would
     // cost the whole sweep for a result nobody reads.
     if (context.replay.count(f.name)) continue;
+    {
+      // Tuned in this run but not stored (a busy cache): not to be swept again.
+      std::lock_guard<std::mutex> lock(context.unstored->mutex);
+      if (context.unstored->best_of.count(cache_key(*f.op, f.shape, context))) continue;
+    }
     if (!cached_config(f, context)) untuned.push_back(&f);
   }
   return untuned;
