@@ -376,4 +376,30 @@ set +e; env TUNEBENCH_CACHE="$work/n.sqlite" TUNEBENCH_RUNS="$work/n-runs" PARAL
 [ "$rc" -eq 2 ] && grep -q 'PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible' "$work/n.err" || fail "N > tokens: rc $rc $(cat "$work/n.err")"
 ! grep -q 'tunebench-shard' "$work/n.err" || fail "a shard started although N > tokens"
 [ -z "$(ls -A "$work/n-runs" 2>/dev/null)" ] || fail "a refused run left a run directory: $(ls -R "$work/n-runs")"
+# A cache locked by another process past the store's retries (about 60 s) loses no sweep: the
+# shards' winners are kept for the run, said in one line, and the benchmarks run them.
+rm -f "$work/locked.sqlite"
+TUNEBENCH_CACHE="$work/locked.sqlite" TUNEBENCH_RUNS="$work/locked-runs" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter='cpu_.*M:1/N:256/' --benchmark_min_time=0.01 >/dev/null 2>&1 || fail "could not make the cache to lock"
+/usr/bin/python3 - "$work/locked.sqlite" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+time.sleep(80)
+c.execute("ROLLBACK")
+PY
+holder=$!
+sleep 1
+set +e; env TUNEBENCH_CACHE="$work/locked.sqlite" TUNEBENCH_RUNS="$work/locked-runs" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 --benchmark_out="$work/locked.json" \
+  >/dev/null 2>"$work/locked.err"; rc=$?; set -e
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+[ "$rc" -eq 0 ] || fail "a locked cache ended the run ($rc): $(cat "$work/locked.err")"
+[ "$(grep -c "the sweep's results were not stored in .*locked.sqlite.*3 keys kept for this run only" "$work/locked.err")" -eq 1 ] \
+  || fail "no one-line notice of the keys kept: $(cat "$work/locked.err")"
+/usr/bin/python3 -c '
+import json, sys
+b = [x for x in json.load(open(sys.argv[1]))["benchmarks"] if x.get("run_type") == "iteration"]
+assert len(b) == 4 and not any(x.get("error_occurred") for x in b), b
+' "$work/locked.json" || fail "the benchmarks of a locked cache did not run their tuned configs"
 echo "parallel_warmup: all checks passed"

@@ -413,15 +413,15 @@ std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::s
       if (!cache::is_busy(e.code())) throw;
       // Another process held the cache past the retries: the shards' winners are kept for
       // this run, so no sweep is lost and no later round sweeps the keys again.
-      std::size_t kept = 0;
+      std::set<cache::Key> kept;  // a doubled key comes from two shards
       std::lock_guard<std::mutex> lock(context.unstored->mutex);
       for (const auto& entry : merged) {
         if (!entry.best) continue;
         context.unstored->best_of[entry.key] = Config::parse(entry.best->config);
-        ++kept;
+        kept.insert(entry.key);
       }
       std::cerr << "bench: WARNING: the sweep's results were not stored in " << context.cache->path().string()
-                << " (" << e.what() << "); " << count_of(kept, "key", "keys")
+                << " (" << e.what() << "); " << count_of(static_cast<long long>(kept.size()), "key", "keys")
                 << " kept for this run only\n";
     }
   }
