@@ -64,23 +64,27 @@ ChildLaunch self_launch(const Invocation& inv) {
   return {ec ? inv.command().front() : exe.string(), inv.original_args()};
 }
 
-// The sweep's plan: its executor, with what would refuse it (the devices, a read-only cache)
-// found before anything is announced, so bad input stays one line.
-std::unique_ptr<SweepExecutor> plan_sweep(const Invocation& inv, const std::vector<Family>& families,
-                                          const BenchmarkFilter& filter, const RunContext& context,
-                                          const GpuProbe& gpu) {
-  const auto untuned = untuned_families(families, filter, context);
-  auto executor = choose_executor(inv.settings(), untuned, gpu, self_launch(inv));
-  if (executor->sweeps_up_front()) check_results_can_be_stored(untuned, context, executor->name());
-  return executor;
+// The sweep's plan: the keys to tune and their executor, with what would refuse it (the devices,
+// a read-only cache) found before anything is announced, so bad input stays one line.
+struct SweepPlan {
+  std::vector<const Family*> untuned;
+  std::unique_ptr<SweepExecutor> executor;
+};
+
+SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
+                     const RunContext& context, const GpuProbe& gpu) {
+  SweepPlan plan{untuned_families(families, filter, context), nullptr};
+  plan.executor = choose_executor(inv.settings(), plan.untuned, gpu, self_launch(inv));
+  if (plan.executor->sweeps_up_front()) check_results_can_be_stored(plan.untuned, context, plan.executor->name());
+  return plan;
 }
 
 // Sweep: every selected key the cache cannot answer, before the serial timing loop.
-void sweep_stage(const Invocation& inv, SweepExecutor& executor, const std::vector<Family>& families,
+void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector<Family>& families,
                  const BenchmarkFilter& filter, RunContext& context) {
   const Settings& s = inv.settings();
-  const SweepReport report = run_sweep_stage(executor, families, filter, context, s);
-  add_sweep_context(executor, report, s);
+  const SweepReport report = run_sweep_stage(*plan.executor, plan.untuned, families, filter, context, s);
+  add_sweep_context(*plan.executor, report, s);
   // SQLite opens a read-only file for reading; say so once instead of failing key by key
   // (after the sweep's refusal, so a refused run prints one line).
   if (context.cache->read_only()) {
@@ -153,13 +157,13 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
     context->record = std::make_shared<RunRecord>();
     if (!s.replay_from.empty()) load_replay(s.replay_from, ops, *context);
   }
-  const auto executor = inv.listing() ? nullptr : plan_sweep(inv, families, filter, *context, gpu);
+  const SweepPlan sweep = inv.listing() ? SweepPlan{} : plan_sweep(inv, families, filter, *context, gpu);
   std::cerr << notice;  // after every check of the input: a refused run prints one line
   benchmark::AddCustomContext("tunebench_autotune_space", s.space == SpaceKind::kExpanded ? "expanded" : "default");
   add_run_context(*context, s, gpu, ops);
   const std::string results = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
   if (dir.claimed()) dir.write_manifest(*context, inv, results, false);
-  if (executor) sweep_stage(inv, *executor, families, filter, *context);
+  if (sweep.executor) sweep_stage(inv, sweep, families, filter, *context);
 
   // Settle configs and time: each benchmark's config is chosen (replayed, cached, or tuned now)
   // right before its own timing loop, by the registered body.

@@ -112,12 +112,11 @@ std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const s
   return std::make_unique<ChildProcessExecutor>(1, std::move(tokens), true, std::move(launch), settings);
 }
 
-SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<Family>& families,
-                            const BenchmarkFilter& filter, RunContext& context, const Settings& settings) {
+SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
+                            const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
+                            const Settings& settings) {
   if (!executor.sweeps_up_front()) return {};
-  auto untuned = untuned_families(families, filter, context);
-  check_results_can_be_stored(untuned, context, executor.name());
-  const auto to_sweep = untuned;
+  const auto& to_sweep = untuned;
   SweepReport w = executor.sweep(untuned, context, true);
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round
   // finishes some (a crash after a sticky error stored it: that is progress too).

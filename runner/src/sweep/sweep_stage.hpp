@@ -30,12 +30,13 @@ std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const s
 void check_results_can_be_stored(const std::vector<const Family*>& untuned, const RunContext& context,
                                  const std::string& what);
 
-/// Runs `executor` over `untuned`, then further rounds in fresh workers for the keys that
+/// Runs `executor` over `untuned` (untuned_families of `families` and `filter`, already passed
+/// through check_results_can_be_stored), then further rounds in fresh workers for the keys that
 /// crashed workers left (a sticky CUDA error ends a worker), as long as each round finishes
 /// some (at most 8 rounds); marks the families it tuned in context.swept; prints the summary on
-/// stderr. Throws std::invalid_argument before any round when the cache is read-only and keys
-/// need tuning (the results could not be stored).
-SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<Family>& families,
-                            const BenchmarkFilter& filter, RunContext& context, const Settings& settings);
+/// stderr. Nothing when the executor does not sweep up front.
+SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
+                            const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
+                            const Settings& settings);
 
 }  // namespace tunebench
