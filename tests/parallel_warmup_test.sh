@@ -393,7 +393,7 @@ sleep 1
 set +e; env TUNEBENCH_CACHE="$work/locked.sqlite" TUNEBENCH_RUNS="$work/locked-runs" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
   "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 --benchmark_out="$work/locked.json" \
   >/dev/null 2>"$work/locked.err"; rc=$?; set -e
-kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+kill "$holder" 2>/dev/null || true; wait "$holder" 2>/dev/null || true
 [ "$rc" -eq 0 ] || fail "a locked cache ended the run ($rc): $(cat "$work/locked.err")"
 [ "$(grep -c "the sweep's results were not stored in .*locked.sqlite.*3 keys kept for this run only" "$work/locked.err")" -eq 1 ] \
   || fail "no one-line notice of the keys kept: $(cat "$work/locked.err")"
