@@ -50,7 +50,7 @@ const tunebench::Shape kShape{"s", "w", 8, 64, 64, 8, 2, std::nullopt};
 const auto kDevice = tunebench::sm90_reference_device();
 
 tunebench::RunTimer fixed(std::map<std::int64_t, std::int64_t> ns) {
-  return [ns](const Config& c) { return std::chrono::nanoseconds(ns.at(c.get("B"))); };
+  return tunebench::run_by_run([ns](const Config& c) { return std::chrono::nanoseconds(ns.at(c.get("B"))); });
 }
 
 }  // namespace
@@ -82,11 +82,11 @@ TEST(Autotuner, TiesWithinNoiseGoToTheEarliestConfig) {
 
 TEST(Autotuner, FailuresAreDataAndStoredFailuresAreNotRetried) {
   tunebench::TuneOptions o;
-  const tunebench::RunTimer timer = [](const Config& c) -> std::chrono::nanoseconds {
+  const tunebench::RunTimer timer = tunebench::run_by_run([](const Config& c) -> std::chrono::nanoseconds {
     if (c.get("B") == 1) throw tunebench::CompileError("", "error: too many registers\nsecond line of the log");
     if (c.get("B") == 2) throw std::runtime_error("illegal launch");
     return std::chrono::nanoseconds(500);
-  };
+  });
   const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, timer, o, {}, "GPU-x");
   ASSERT_TRUE(out.found());
   EXPECT_EQ(out.best.str(), "B=3");
@@ -98,18 +98,18 @@ TEST(Autotuner, FailuresAreDataAndStoredFailuresAreNotRetried) {
   EXPECT_EQ(out.results[2].device_uuid, "GPU-x");
 
   int calls = 0;
-  const tunebench::RunTimer counting = [&](const Config&) {
+  const tunebench::RunTimer counting = tunebench::run_by_run([&](const Config&) {
     ++calls;
     return std::chrono::nanoseconds(700);
-  };
+  });
   const auto rerun = tunebench::autotune(FakeOp(), kShape, kDevice, counting, o, out.results);
   EXPECT_EQ(rerun.reused_failures, 2);
   EXPECT_EQ(rerun.results.size(), 1u);  // only B=3 timed again
   EXPECT_GT(calls, 0);
 
-  const auto none = tunebench::autotune(FakeOp(), kShape, kDevice, [](const Config&) -> std::chrono::nanoseconds {
+  const auto none = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([](const Config&) -> std::chrono::nanoseconds {
     throw std::runtime_error("always");
-  }, o);
+  }), o);
   EXPECT_FALSE(none.found());
 }
 
@@ -120,19 +120,19 @@ TEST(Autotuner, RepetitionsFollowTheBudgetAndTimeoutsStopAConfig) {
   o.max_repetitions = 9;
   o.budget_per_config = std::chrono::nanoseconds(4000);
   std::map<std::int64_t, int> calls;
-  const tunebench::RunTimer timer = [&](const Config& c) {
+  const tunebench::RunTimer timer = tunebench::run_by_run([&](const Config& c) {
     ++calls[c.get("B")];
     return std::chrono::nanoseconds(c.get("B") == 1 ? 1000 : 100);
-  };
+  });
   tunebench::autotune(FakeOp(), kShape, kDevice, timer, o);
   EXPECT_EQ(calls[1], 1 + 4);  // 4 runs fit 4000 ns
   EXPECT_EQ(calls[2], 1 + 9);  // capped at max
 
   o.timeout_per_config = std::chrono::milliseconds(30);
-  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, [](const Config& c) {
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([](const Config& c) {
     if (c.get("B") == 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return std::chrono::nanoseconds(1000);
-  }, o);
+  }), o);
   EXPECT_EQ(out.results[1].status, Status::kTimeout);
   EXPECT_EQ(out.best.str(), "B=1");
 }
@@ -174,11 +174,11 @@ TEST(Autotuner, TunesTheCpuReference) {
   tunebench::HostTimer timer;
   tunebench::TuneOptions o;
   o.budget_per_config = std::chrono::milliseconds(5);
-  const auto out = tunebench::autotune(op, s, kDevice, [&](const Config& c) {
+  const auto out = tunebench::autotune(op, s, kDevice, tunebench::run_by_run([&](const Config& c) {
     timer.start();
     op.run(*work, c, nullptr);
     return timer.stop();
-  }, o);
+  }), o);
   ASSERT_TRUE(out.found());
   EXPECT_EQ(out.results.size() + static_cast<std::size_t>(out.rejected), op.config_space(tunebench::SpaceKind::kDefault).size());
   for (const auto& m : out.results) {
@@ -190,14 +190,14 @@ TEST(Autotuner, TunesTheCpuReference) {
 // A config that leaves a sticky CUDA error ends the sweep with the config recorded.
 TEST(Autotuner, StickyCudaErrorEndsTheSweepWithTheConfigRecorded) {
   int calls_after = 0;
-  const tunebench::RunTimer timer = [&](const Config& c) -> std::chrono::nanoseconds {
+  const tunebench::RunTimer timer = tunebench::run_by_run([&](const Config& c) -> std::chrono::nanoseconds {
     if (c.get("B") == 2) {
       throw tunebench::CudaError("kernel at x.cu:1: cudaErrorIllegalAddress: an illegal memory access",
                                  cudaErrorIllegalAddress, true);
     }
     if (c.get("B") == 3) ++calls_after;
     return std::chrono::nanoseconds(100);
-  };
+  });
   const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, timer, tunebench::TuneOptions{});
   EXPECT_FALSE(out.found());
   EXPECT_NE(out.fatal_error.find("cudaErrorIllegalAddress"), std::string::npos);
@@ -211,10 +211,10 @@ TEST(Autotuner, ASingleCandidateIsChosenWithoutTiming) {
   const tunebench::bench::CpuMxfp4GemmOp op;
   const tunebench::Shape prefill{"s", "w13", 16384, 4096, 4096, 256, 6, std::nullopt};
   int calls = 0;
-  const auto out = tunebench::autotune(op, prefill, kDevice, [&](const Config&) {
+  const auto out = tunebench::autotune(op, prefill, kDevice, tunebench::run_by_run([&](const Config&) {
     ++calls;
     return std::chrono::nanoseconds(1);
-  }, tunebench::TuneOptions{});
+  }), tunebench::TuneOptions{});
   ASSERT_TRUE(out.found());
   EXPECT_EQ(out.best.str(), "BLOCK_N=64,BLOCK_K=512");
   EXPECT_EQ(calls, 0);
@@ -225,10 +225,10 @@ TEST(Autotuner, OnlyTimesTheGivenContenders) {
   tunebench::TuneOptions o;
   o.only = {Config{{"B", 3}}, Config{{"B", 1}}};
   std::map<std::int64_t, int> calls;
-  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, [&](const Config& c) {
+  const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([&](const Config& c) {
     ++calls[c.get("B")];
     return std::chrono::nanoseconds(c.get("B") * 100);
-  }, o);
+  }), o);
   EXPECT_EQ(out.best.str(), "B=1");
   EXPECT_EQ(calls.count(2), 0u);
   EXPECT_EQ(out.results.size(), 2u);
@@ -242,10 +242,10 @@ TEST(Autotuner, PrecompilesExactlyTheConfigsItWillTimeBeforeTimingAny) {
   const std::vector<tunebench::cache::Measurement> known = {{"B=1", Status::kCompileFailed, std::nullopt,
                                                              std::nullopt, std::nullopt, "bad", 0, ""}};
   std::size_t precompiled_before_first_run = 99;
-  const auto timer = [&](const Config& c) {
+  const auto timer = tunebench::run_by_run([&](const Config& c) {
     if (precompiled_before_first_run == 99) precompiled_before_first_run = op.precompiled.size();
     return std::chrono::nanoseconds(c.get("B") * 1000);
-  };
+  });
   const auto out = tunebench::autotune(op, kShape, kDevice, timer, o, known);
   ASSERT_EQ(op.precompiled.size(), 1u);
   EXPECT_EQ(precompiled_before_first_run, 1u);

@@ -53,10 +53,10 @@ TEST(ConfigChoice, ABusyCacheKeepsTheSweepsWinnerForTheRun) {
   const tunebench::Family family{"two_fast/s/M:8/N:64/K:64", std::make_shared<TwoFastOp>(),
                                  tunebench::Shape{"s", "w", 8, 64, 64, 0, 0, std::nullopt}};
   std::atomic<int> runs{0};
-  const tunebench::RunTimer timer = [&](const Config& c) {
+  const tunebench::RunTimer timer = tunebench::run_by_run([&](const Config& c) {
     ++runs;
     return std::chrono::nanoseconds(c.get("B") == 2 ? 1000 : 5000);
-  };
+  });
 
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open_v2(file.c_str(), &other, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);

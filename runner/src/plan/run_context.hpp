@@ -4,6 +4,7 @@
 // fills `swept`) before anything is registered; after that only its mutex-guarded members change.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,8 @@ struct RunContext {
   std::map<std::string, RecordedConfig> replay;
   /// Where `replay` was read from (REPLAY_FROM's configs.json), for messages.
   std::string replay_source;
+  /// The run directory ("" when this run makes none): the sweep keeps its log there.
+  std::filesystem::path run_dir;
   /// Families whose key the parallel warmup or the isolated sweep tuned in this run: their
   /// config comes from the cache but was tuned now, and is recorded as such (ConfigSource::kTuned).
   std::set<std::string> swept;

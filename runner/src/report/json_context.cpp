@@ -54,7 +54,15 @@ void add_run_context(const RunContext& context, const Settings& settings, const 
 }
 
 void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {
+  benchmark::AddCustomContext("tunebench_sweep_strategy", settings.sweep);
   if (!executor.sweeps_up_front()) return;
+  benchmark::AddCustomContext("tunebench_sweep_seconds", c_number(w.seconds));
+  benchmark::AddCustomContext("tunebench_sweep_compile_seconds", c_number(w.compile_s));
+  benchmark::AddCustomContext("tunebench_sweep_kernel_seconds", c_number(w.kernel_s));
+  benchmark::AddCustomContext("tunebench_sweep_worker_seconds", c_number(w.worker_s));
+  benchmark::AddCustomContext("tunebench_sweep_busy_fraction", c_number(w.busy()));
+  benchmark::AddCustomContext("tunebench_sweep_timed_runs", std::to_string(w.runs));
+  benchmark::AddCustomContext("tunebench_sweep_configs_dropped", std::to_string(w.dropped));
   if (settings.warmup_gpus < 2) {
     benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
     benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", c_number(w.seconds));
@@ -67,6 +75,8 @@ void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, cons
   benchmark::AddCustomContext("parallel_warmup_seconds", c_number(w.seconds));
   benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
   benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
+  benchmark::AddCustomContext("parallel_warmup_retimed_keys", std::to_string(w.retimed));
+  benchmark::AddCustomContext("parallel_warmup_changed_winners", std::to_string(w.changed));
   // Which card each shard swept on: shard=entry, with the UUID the shard reported where known.
   std::string devices;
   for (std::size_t i = 0; i < w.per_shard.size(); ++i) {

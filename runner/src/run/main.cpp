@@ -155,6 +155,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (s.shard >= 0) return run_shard(families, *context, s);
   if (!inv.listing()) {
     context->record = std::make_shared<RunRecord>();
+    context->run_dir = dir.path();
     if (!s.replay_from.empty()) load_replay(s.replay_from, ops, *context);
   }
   const SweepPlan sweep = inv.listing() ? SweepPlan{} : plan_sweep(inv, families, filter, *context, gpu);

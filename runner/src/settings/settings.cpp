@@ -126,6 +126,12 @@ std::vector<SettingSpec> own_rows() {
                   [](Settings& s, const string& v, const string& what) {
                     s.cache = non_empty(v, what, "a cache file", " (unset it for the default)");
                   }));
+  t.push_back(row("tuning", "", "", "TUNEBENCH_SWEEP",
+                  "how a key's configs are swept: `race` one screening run each, configs clearly slower than the best dropped, survivors raced (interleaved), full repetitions for the finalists only; `full` every config to full repetitions (docs/perf-sweep.md)",
+                  "`race`", false, true, [](Settings& s, const string& v, const string& what) {
+                    if (v != "race" && v != "full") throw invalid_argument(what + "='" + v + "': expected race or full");
+                    s.sweep = v;
+                  }));
   t.push_back(row("tuning", "", "", "TUNEBENCH_ISOLATE_SWEEP",
                   "where a sweep runs without the parallel warmup: `auto` in a child process on the measurement GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench",
                   "`auto`", false, true, [](Settings& s, const string& v, const string& what) {

@@ -45,6 +45,7 @@ struct Settings {
   bool cold_l2 = false;
   int warmup_gpus = 1;              ///< PARALLEL_WARMUP_GPUS (1: off)
   IsolateSweep isolate_sweep = IsolateSweep::kAuto;
+  std::string sweep = "race";       ///< TUNEBENCH_SWEEP: the sweep strategy's name (strategy_named)
   double hang_timeout_s = 300;      ///< TUNEBENCH_HANG_TIMEOUT, seconds
   std::filesystem::path runs = "runs";  ///< where run directories are made
   std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)

@@ -27,6 +27,9 @@
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
 #include "tune/config_choice.hpp"
+#include "tune/sweep_strategy.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace tunebench {
 namespace {
@@ -50,6 +53,9 @@ struct Child {
   double tuning_s = 0;  // the sum of the key times the worker recorded
   double wall_s = 0;    // from the spawn to the exit
   std::unique_ptr<RecordReader> records;
+  std::vector<WorkerRecord> log;                 // every record, for the run dir's sweep.jsonl
+  std::map<std::string, WorkerRecord> tuned_of;  // key -> its `tuned` record
+  Clock::time_point spawned_at;
   WorkerRecord last_activity;  // what the worker last said it was doing
   Clock::time_point active_at;  // last sign of progress
   bool hung = false;
@@ -229,6 +235,7 @@ void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine
   c.records = std::make_unique<RecordReader>(list.string() + ".records");
   c.active_at = Clock::now();
   c.planned = static_cast<int>(mine.size());
+  c.spawned_at = Clock::now();
   c.pid = spawn(launch.exe, args, device, store, fds[1]);
   close(fds[1]);
   c.err_fd = fds[0];
@@ -273,9 +280,11 @@ void read_stderr(std::vector<Child>& children, bool tty) {
 void read_records(Child& c) {
   for (auto& r : c.records->poll()) {
     c.active_at = Clock::now();
+    c.log.push_back(r);
     if (r.kind == WorkerRecord::Kind::kTuned) {
       ++c.tuned;
       c.tuning_s += r.seconds;
+      c.tuned_of[r.key] = r;
     } else if (r.kind == WorkerRecord::Kind::kStarted) {
       c.device = r.device;
     } else {
@@ -325,7 +334,7 @@ void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::tim
     for (auto& c : children) {
       if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
         c.exited = true;
-        c.wall_s = since(started);
+        c.wall_s = since(c.spawned_at);
         read_records(c);
       }
       all_done &= c.exited && c.err_fd < 0;
@@ -364,6 +373,11 @@ void record_hang(const Child& c, std::size_t i, const std::string& device, doubl
             << count_of(c.planned, "key", "keys") << "\n";
   const auto f = std::find_if(k.keys.begin(), k.keys.end(), [&](const Family* key) { return key->name == a.key; });
   if (f == k.keys.end() || !context.cache || a.kind != WorkerRecord::Kind::kTiming) return;
+  try {
+    Config::parse(a.config);
+  } catch (const ConfigError&) {
+    return;  // an interleaved round of several configs: which one hung cannot be said
+  }
   cache::Measurement m;
   m.config = a.config;
   m.status = cache::Status::kTimeout;
@@ -379,6 +393,12 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
     const Child& c = children[i];
     report.tuned += c.tuned;
     report.per_shard.push_back({c.tuned, c.tuning_s, c.wall_s, c.device.empty() ? devices[i] : c.device});
+    report.worker_s += c.wall_s;
+    for (const auto& [key, r] : c.tuned_of) {
+      report.runs += r.runs;
+      report.kernel_s += r.kernel_s;
+      report.dropped += r.dropped;
+    }
     if (g_signal) continue;  // stopped on purpose
     if (c.hung) {
       ++report.crashed_shards;
@@ -428,23 +448,128 @@ std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::s
   return winners;
 }
 
-// Keys tuned on two shards whose winners differ: both re-timed here, the faster kept.
-void settle_disagreements(const ShardPlan& plan, const SweepKeys& k,
-                          const std::map<cache::Key, std::vector<std::string>>& winners, RunContext& context,
-                          SweepReport& report) {
+// A re-timing on the measurement GPU, for the run dir's sweep log.
+nlohmann::json retimed_entry(const Family& f, const std::vector<Config>& contenders, const Config& winner,
+                             const SweepStats& stats, double seconds) {
+  nlohmann::json j;
+  j["record"] = "retimed";
+  j["key"] = f.name;
+  j["worker"] = "measurement GPU";
+  j["seconds"] = seconds;
+  j["runs"] = stats.runs;
+  j["kernel_seconds"] = static_cast<double>(stats.kernel_ns) * 1e-9;
+  std::vector<std::string> texts;
+  for (const auto& c : contenders) texts.push_back(c.str());
+  j["finalists"] = texts;
+  j["winner"] = winner.str();
+  j["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return j;
+}
+
+// Configs of `key` the cache measured faster than `best` by more than the tie band: measured on
+// another GPU or earlier, they get their chance beside the finalists.
+std::vector<Config> faster_than(const Family& f, const cache::Key& key, const cache::Best& best,
+                                const RunContext& context) {
+  std::vector<Config> out;
+  for (const auto& m : context.cache->measurements(key)) {
+    if (m.status != cache::Status::kOk || !m.p50_ns || m.config == best.config) continue;
+    if (static_cast<double>(*m.p50_ns) * (1.0 + context.tune.tie_tolerance) >= static_cast<double>(best.p50_ns)) continue;
+    try {
+      const Config c = Config::parse(m.config);
+      if (f.op->can_implement(c, f.shape, context.device)) out.push_back(c);
+    } catch (const ConfigError&) {
+    }
+  }
+  return out;
+}
+
+// One key's finalists re-timed on this process's GPU until no config the cache measured is faster
+// than the winner by more than the tie band. Returns the winner.
+Config retime(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
+              nlohmann::json& log) {
+  static const auto final_round = std::make_shared<FinalRound>();
+  const auto key = cache_key(*f.op, f.shape, context);
+  Config winner;
+  for (;;) {
+    TuneOptions options = context.tune;
+    options.only = in_config_order(*f.op, options.space, contenders);
+    options.strategy = final_round;
+    SweepStats stats;
+    const auto started = Clock::now();
+    winner = ensure_tuned(f, context, &options, &stats);
+    report.runs += stats.runs;
+    report.kernel_s += static_cast<double>(stats.kernel_ns) * 1e-9;
+    report.worker_s += since(started);
+    log.push_back(retimed_entry(f, options.only, winner, stats, since(started)));
+    if (!context.cache) break;
+    const auto best = context.cache->best(key);
+    if (!best) break;
+    std::size_t before = contenders.size();
+    for (const auto& c : faster_than(f, key, *best, context)) {
+      if (std::find(contenders.begin(), contenders.end(), c) == contenders.end()) contenders.push_back(c);
+    }
+    if (contenders.size() == before) break;
+  }
+  return winner;
+}
+
+// The disagreement figure (doubled keys whose shard winners differ), then every key's finalists
+// decided on the measurement GPU where a worker elsewhere, or two workers, swept it.
+void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const std::vector<Child>& children,
+                               const std::map<cache::Key, std::vector<std::string>>& winners, RunContext& context,
+                               SweepReport& report, nlohmann::json& log) {
   for (auto i : plan.doubled) {
     const Family& f = *k.keys[i];
     const auto it = winners.find(cache_key(*f.op, f.shape, context));
-    if (it == winners.end() || it->second.size() < 2 || it->second[0] == it->second[1]) continue;
-    report.disagreeing.push_back(f.name);
-    if (g_signal) continue;
-    TuneOptions retime = context.tune;
-    retime.only = {Config::parse(it->second[0]), Config::parse(it->second[1])};
-    try {
-      ensure_tuned(f, context, &retime);
-    } catch (const std::exception& e) {
-      std::cerr << "bench: WARNING: re-timing the contenders of " << f.name << ": " << e.what() << "\n";
+    if (it != winners.end() && it->second.size() >= 2 && it->second[0] != it->second[1]) report.disagreeing.push_back(f.name);
+  }
+  for (const Family* f : k.keys) {
+    if (g_signal) return;
+    std::vector<Config> contenders;
+    int workers = 0;
+    bool elsewhere = false;
+    for (std::size_t s = 0; s < children.size(); ++s) {
+      const auto r = children[s].tuned_of.find(f->name);
+      if (r == children[s].tuned_of.end()) continue;
+      ++workers;
+      elsewhere |= s != 0 && f->op->needs_gpu();
+      for (const auto& text : r->second.finalists) {
+        const Config c = Config::parse(text);
+        if (std::find(contenders.begin(), contenders.end(), c) == contenders.end()) contenders.push_back(c);
+      }
     }
+    if (contenders.size() < 2 || (workers < 2 && !elsewhere)) continue;
+    ++report.retimed;
+    try {
+      const Config winner = retime(*f, contenders, context, report, log);
+      const auto w = winners.find(cache_key(*f->op, f->shape, context));
+      if (w != winners.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& s) {
+            return s != winner.str();
+          })) {
+        ++report.changed;
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "bench: WARNING: re-timing the finalists of " << f->name << " on the measurement GPU: " << e.what()
+                << "\n";
+    }
+  }
+}
+
+// Every worker's records, and the re-timings, appended to the run dir's sweep.jsonl.
+void append_log(const RunContext& context, const std::vector<Child>& children, int round, const nlohmann::json& retimed) {
+  if (context.run_dir.empty()) return;
+  std::ofstream out(context.run_dir / "sweep.jsonl", std::ios::app);
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    for (const auto& r : children[i].log) {
+      auto j = nlohmann::json::parse(to_json_line(r));
+      j["worker"] = "shard " + std::to_string(i);
+      j["round"] = round;
+      out << j.dump() << "\n";
+    }
+  }
+  for (auto j : retimed) {
+    j["round"] = round;
+    out << j.dump() << "\n";
   }
 }
 
@@ -476,6 +601,7 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
                   count_of(static_cast<long long>(configs), "config", "configs").c_str(), since(started));
     std::cerr << line;
   }
+  report.compile_s = since(started);
   CatchSignals signals;
   std::vector<Child> children(static_cast<std::size_t>(shards_));
   for (std::size_t i = 0; i < children.size(); ++i) {
@@ -485,7 +611,10 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   }
   supervise(children, settings_.hang_timeout_s, report.keys, started);
   account(children, devices_, settings_.hang_timeout_s, k, context, report);
-  settle_disagreements(plan, k, merge(scratch.dir(), children.size(), context), context, report);
+  const auto winners = merge(scratch.dir(), children.size(), context);
+  nlohmann::json retimed = nlohmann::json::array();
+  if (!isolated_) decide_on_measurement_gpu(plan, k, children, winners, context, report, retimed);
+  append_log(context, children, ++rounds_, retimed);
   scratch.remove();
   report.seconds = since(started);
   signals.restore();

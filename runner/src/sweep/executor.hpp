@@ -20,6 +20,16 @@ struct SweepReport {
   int crashed_shards = 0;   ///< workers that died, hung or failed; their keys get another round
   std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
   double seconds = 0;       ///< wall time of the round
+  double compile_s = 0;     ///< of which compiling the configs before the workers started
+  // The sweep's cost, from the workers' records (SweepStats per key), re-timing included:
+  std::int64_t runs = 0;    ///< runs timed, warmups included
+  double kernel_s = 0;      ///< their summed kernel time (host time for host ops), seconds
+  int dropped = 0;          ///< configs dropped before a key's final round
+  double worker_s = 0;      ///< wall seconds the workers ran (summed over workers) and re-timing took
+  /// kernel_s / worker_s: how busy the sweep kept its GPUs (0 when nothing ran).
+  double busy() const { return worker_s > 0 ? kernel_s / worker_s : 0; }
+  int retimed = 0;          ///< keys whose finalists were re-timed on the measurement GPU
+  int changed = 0;          ///< of which the measurement GPU's winner differs from a worker's
   /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
   /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
   /// `device`: its CUDA_VISIBLE_DEVICES entry, with the card's UUID where the worker's `started`
@@ -65,8 +75,12 @@ struct ChildLaunch {
 /// Tunes in child processes of this binary on this host, one per device token: shard i runs
 /// under CUDA_VISIBLE_DEVICES=tokens[i] with its own cache file, and its results are merged into
 /// context.cache in one transaction. With more than one shard, a share of the keys (10% in the
-/// first round) is tuned on two shards, and keys whose winners differ are re-timed on this
-/// process's GPU (the faster kept). Progress shows on stderr; children's stderr lines are
+/// first round) is tuned on two shards (their winners compared: the disagreement figure); then
+/// every GPU key tuned on another GPU than the measurement GPU (device 0 of this process; shard 0
+/// runs there), and every key tuned on two shards, has its finalists (every shard's) re-timed
+/// here (FinalRound: interleaved, the tie rule) and that winner stored; a config the cache
+/// measured faster than the winner by more than the tie band joins them, until none is. Each
+/// worker's records, and the re-timings, are appended to sweep.jsonl in the run directory. Progress shows on stderr; children's stderr lines are
 /// forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
 /// without a record for settings.hang_timeout_s (the clock waits while it compiles) is killed,
 /// and the config it was on stored as status timeout. On SIGINT, SIGTERM, SIGHUP or SIGQUIT the children are
@@ -89,6 +103,7 @@ class ChildProcessExecutor final : public SweepExecutor {
   int shards_;
   std::vector<std::string> devices_;
   bool isolated_;
+  int rounds_ = 0;
   ChildLaunch launch_;
   const Settings& settings_;
 };

@@ -59,14 +59,16 @@ class HostCores {
 };
 
 // disagree-shard=I: shard I reports as winner a config of the expanded space outside the swept
-// one, which no honest sweep of the other shard can pick.
-void inject_disagreement(const Family& f, const RunContext& context) {
+// one, which no honest sweep of the other shard can pick, and names it a finalist, so the
+// measurement GPU's re-timing has to judge it.
+void inject_disagreement(const Family& f, const RunContext& context, SweepStats& stats) {
   if (!context.cache) return;
   const auto key = cache_key(*f.op, f.shape, context);
   const auto swept = f.op->config_space(context.tune.space);
   for (const auto& c : f.op->config_space(SpaceKind::kExpanded)) {
     if (std::find(swept.begin(), swept.end(), c) == swept.end() && f.op->can_implement(c, f.shape, context.device)) {
       context.cache->store(key, {}, cache::Best{c.str(), 1, 0});
+      stats.finalists.push_back(c);
       return;
     }
   }
@@ -114,8 +116,9 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     });
     const auto key_started = std::chrono::steady_clock::now();
     records.write({WorkerRecord::Kind::kPreparing, name, "", 0, ""});
+    SweepStats stats;
     try {
-      ensure_tuned(*it, context);
+      ensure_tuned(*it, context, nullptr, &stats);
     } catch (const StickyCudaError& e) {
       // The failing config is stored; this process's GPU context is gone. Stop: the parent
       // starts a fresh shard for the keys left.
@@ -123,12 +126,17 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
       return 3;
     }
     try {
-      if (settings.fault.disagree_shard == shard) inject_disagreement(*it, context);
+      if (settings.fault.disagree_shard == shard) inject_disagreement(*it, context, stats);
     } catch (const std::exception& e) {
       std::cerr << "tunebench-shard: " << name << ": " << e.what() << "\n";
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - key_started).count();
-    records.write({WorkerRecord::Kind::kTuned, name, "", seconds, ""});
+    WorkerRecord tuned{WorkerRecord::Kind::kTuned, name, "", seconds, ""};
+    tuned.runs = stats.runs;
+    tuned.kernel_s = static_cast<double>(stats.kernel_ns) * 1e-9;
+    tuned.dropped = stats.dropped;
+    for (const auto& c : stats.finalists) tuned.finalists.push_back(c.str());
+    records.write(tuned);
     std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";
     cores.reset();
     if (settings.fault.abort_shard == shard) std::abort();

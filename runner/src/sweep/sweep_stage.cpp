@@ -22,6 +22,13 @@ void add_round(SweepReport& w, const SweepReport& more) {
   w.tuned += more.tuned;
   w.crashed_shards += more.crashed_shards;
   w.seconds += more.seconds;
+  w.compile_s += more.compile_s;
+  w.runs += more.runs;
+  w.kernel_s += more.kernel_s;
+  w.dropped += more.dropped;
+  w.worker_s += more.worker_s;
+  w.retimed += more.retimed;
+  w.changed += more.changed;
   if (w.per_shard.size() < more.per_shard.size()) w.per_shard.resize(more.per_shard.size());
   for (std::size_t i = 0; i < more.per_shard.size(); ++i) {
     auto& s = w.per_shard[i];
@@ -30,6 +37,18 @@ void add_round(SweepReport& w, const SweepReport& more) {
     s.wall_s += more.per_shard[i].wall_s;
     if (s.device.empty()) s.device = more.per_shard[i].device;
   }
+}
+
+// What the sweep cost: kernel time against the time its workers held the GPUs.
+void print_cost(const SweepReport& w, const std::string& strategy) {
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "bench: sweep (%s): %.1f s kernel time in %.1f s of worker time (%.0f%% busy; %.1f s compiling "
+                "before), %s, %s dropped early\n",
+                strategy.c_str(), w.kernel_s, w.worker_s, 100 * w.busy(), w.compile_s,
+                count_of(w.runs, "timed run", "timed runs").c_str(),
+                count_of(w.dropped, "config", "configs").c_str());
+  std::cerr << line;
 }
 
 void print_report(const SweepExecutor& executor, const SweepReport& w, bool isolated) {
@@ -49,6 +68,11 @@ void print_report(const SweepExecutor& executor, const SweepReport& w, bool isol
     std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %s, %.1f s tuning in %.1f s\n", i,
                   count_of(w.per_shard[i].keys, "key", "keys").c_str(), w.per_shard[i].tuning_s, w.per_shard[i].wall_s);
     std::cerr << line;
+  }
+  if (w.retimed > 0) {
+    std::cerr << "bench: parallel warmup: " << count_of(w.retimed, "key", "keys")
+              << " re-timed on the measurement GPU (finalists interleaved), "
+              << count_of(w.changed, "winner", "winners") << " changed\n";
   }
   // Left in the plural at a count of one: tests/parallel_warmup_test.sh matches "WARNING: 1 keys
   // got different winners" as it has always read.
@@ -134,6 +158,7 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
     if (cached_config(*f, context)) context.swept.insert(f->name);
   }
   print_report(executor, w, settings.warmup_gpus < 2);
+  if (w.keys > 0) print_cost(w, settings.sweep);
   return w;
 }
 

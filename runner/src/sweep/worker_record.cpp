@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 #include <stdexcept>
 #include <utility>
@@ -22,13 +23,20 @@ std::string to_json_line(const WorkerRecord& r) {
   for (const auto& [kind, name] : kKinds) {
     if (kind == r.kind) j["record"] = name;
   }
+  if (r.time != 0) j["time"] = r.time;
   if (r.kind == WorkerRecord::Kind::kStarted) {
     j["device"] = r.device;
     return j.dump();
   }
   j["key"] = r.key;
   if (r.kind == WorkerRecord::Kind::kTiming) j["config"] = r.config;
-  if (r.kind == WorkerRecord::Kind::kTuned) j["seconds"] = r.seconds;
+  if (r.kind == WorkerRecord::Kind::kTuned) {
+    j["seconds"] = r.seconds;
+    j["runs"] = r.runs;
+    j["kernel_seconds"] = r.kernel_s;
+    j["dropped"] = r.dropped;
+    j["finalists"] = r.finalists;
+  }
   return j.dump();
 }
 
@@ -40,13 +48,20 @@ std::optional<WorkerRecord> parse_record_line(const std::string& line) {
     const auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& e) { return name == e.second; });
     if (k == std::end(kKinds)) return std::nullopt;
     r.kind = k->first;
+    r.time = j.value("time", 0.0);
     if (r.kind == WorkerRecord::Kind::kStarted) {
       r.device = j.at("device").get<std::string>();
       return r;
     }
     r.key = j.at("key").get<std::string>();
     if (r.kind == WorkerRecord::Kind::kTiming) r.config = j.at("config").get<std::string>();
-    if (r.kind == WorkerRecord::Kind::kTuned) r.seconds = j.at("seconds").get<double>();
+    if (r.kind == WorkerRecord::Kind::kTuned) {
+      r.seconds = j.at("seconds").get<double>();
+      r.runs = j.value("runs", std::int64_t{0});
+      r.kernel_s = j.value("kernel_seconds", 0.0);
+      r.dropped = j.value("dropped", 0);
+      r.finalists = j.value("finalists", std::vector<std::string>{});
+    }
     return r;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
@@ -62,7 +77,11 @@ RecordWriter::~RecordWriter() {
 }
 
 void RecordWriter::write(const WorkerRecord& record) {
-  const std::string line = to_json_line(record) + "\n";
+  WorkerRecord stamped = record;
+  if (stamped.time == 0) {
+    stamped.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+  const std::string line = to_json_line(stamped) + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }

@@ -3,31 +3,45 @@
 // JSON object per line of an append-only file, never human text on stderr. The parent's watchdog
 // and its per-shard figures read them.
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tunebench {
 
 /// One record. JSON: {"record": "started"|"waiting"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
-/// "config": ..., "seconds": ..., "device": ...}; fields a kind does not use are left out.
+/// "config": ..., "seconds": ..., "device": ..., "runs": ..., "kernel_seconds": ..., "dropped": ...,
+/// "finalists": [...], "time": ...}; fields a kind does not use are left out.
 struct WorkerRecord {
   enum class Kind {
     kStarted,    ///< the worker is up; `device` is its GPU (token, and UUID when known)
     kPreparing,  ///< key `key`: preparing its workload
     kCompiling,  ///< key `key`: compiling its configs (no kernel runs; the watchdog waits)
-    kTiming,     ///< key `key`: timing config `config`
+    kTiming,     ///< key `key`: timing config `config` (or, for a round of several configs
+                 ///< interleaved, a description that is not a config)
     kTuned,      ///< key `key` is stored in the worker's cache after `seconds` of tuning
     kWaiting,    ///< key `key` (a host op): waiting for another shard to finish timing a host op
                  ///< (no kernel runs; the watchdog waits)
   };
+  WorkerRecord(Kind kind_ = Kind::kPreparing, std::string key_ = {}, std::string config_ = {}, double seconds_ = 0,
+               std::string device_ = {})
+      : kind(kind_), key(std::move(key_)), config(std::move(config_)), seconds(seconds_), device(std::move(device_)) {}
   Kind kind = Kind::kPreparing;
   std::string key;     ///< family name of the key
   std::string config;  ///< kTiming: Config::str() of the config being timed
   double seconds = 0;  ///< kTuned: wall seconds the key took
   std::string device;  ///< kStarted
+  // kTuned, from the key's SweepStats (all 0 and empty when the cache already answered it):
+  std::int64_t runs = 0;               ///< runs timed, warmups included
+  double kernel_s = 0;                 ///< their summed time, seconds
+  int dropped = 0;                     ///< configs dropped before the final round
+  std::vector<std::string> finalists;  ///< the final round's configs (Config::str())
+  /// When it was written: Unix seconds (RecordWriter stamps it; 0 in a record not yet written).
+  double time = 0;
 };
 
 /// `record` as one line of JSON (no newline).

@@ -78,9 +78,9 @@ void OpTiming::flush_l2() {
   }
 }
 
-void OpTiming::capture(const Config& config) {
-  if (graphs_ && graphs_->config == config.str()) return;
-  graphs_.reset();
+OpTiming::Graphs& OpTiming::capture(const Config& config) {
+  auto& slot = graphs_[config.str()];
+  if (slot) return *slot;
   const std::size_t n = std::max<std::size_t>(1, work_->variants());
   // Eager runs first: lazy set-up (compilation, loading, tables made on first use) cannot be
   // captured, and each variant gets its set-up.
@@ -117,7 +117,16 @@ void OpTiming::capture(const Config& config) {
   for (auto exec : g->execs) TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(exec, stream()));
   TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
   if (cupti_) cupti_->collect();
-  graphs_ = std::move(g);
+  slot = std::move(g);
+  return *slot;
+}
+
+// Graphs of the configs of `runs` only: a sweep visits many configs, a batch a few.
+void OpTiming::keep_graphs_of(const std::vector<Config>& runs) {
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    const bool used = std::any_of(runs.begin(), runs.end(), [&](const Config& c) { return c.str() == it->first; });
+    it = used ? std::next(it) : graphs_.erase(it);
+  }
 }
 
 void OpTiming::launch(const Config& config) {
@@ -125,41 +134,72 @@ void OpTiming::launch(const Config& config) {
     op_.run(*work_, config, stream());
     return;
   }
-  const std::size_t i = graphs_->next++ % graphs_->execs.size();
-  TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(graphs_->execs[i], stream()));
-  if (cupti_) cupti_->launched(graphs_->ids[i]);
+  Graphs& g = *graphs_.at(config.str());
+  const std::size_t i = g.next++ % g.execs.size();
+  TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(g.execs[i], stream()));
+  if (cupti_) cupti_->launched(g.ids[i]);
 }
 
-std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
-  if (!faults_.sticky_config.empty() || !faults_.hang_config.empty()) {
-    const std::string text = config.str();
-    if (text == faults_.sticky_config) {
-      throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
-    }
-    while (text == faults_.hang_config) std::this_thread::sleep_for(std::chrono::seconds(1));
+void OpTiming::check_faults(const Config& config) const {
+  if (faults_.sticky_config.empty() && faults_.hang_config.empty()) return;
+  const std::string text = config.str();
+  if (text == faults_.sticky_config) {
+    throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
   }
-  if (graph_) capture(config);
-  flush_l2();
+  while (text == faults_.hang_config) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+std::chrono::nanoseconds OpTiming::time_run(const Config& config) { return time_runs({config}).at(0); }
+
+std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Config>& runs) {
+  for (const auto& c : runs) check_faults(c);
+  std::vector<std::chrono::nanoseconds> out;
+  out.reserve(runs.size());
   if (cupti_) {
-    cupti_->begin();
-    launch(config);
-    cupti_->end();
+    if (graph_) {
+      keep_graphs_of(runs);
+      for (const auto& c : runs) capture(c);
+    }
+    cupti_->reserve(runs.size());
+    for (const auto& c : runs) {
+      flush_l2();
+      cupti_->begin();
+      launch(c);
+      cupti_->end();
+    }
     const WindowTimes t = cupti_->collect();
-    if (t.kernels.empty() || t.kernels[0] == 0) throw std::runtime_error("no kernel record for the run");
-    return std::chrono::nanoseconds(t.ns[0]);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (i >= t.kernels.size() || t.kernels[i] == 0) {
+        throw std::runtime_error("no kernel record for run " + std::to_string(i) + " of a batch of " +
+                                 std::to_string(runs.size()) + " (" + runs[i].str() + ")");
+      }
+      if (graph_ && t.kernels[i] != graphs_.at(runs[i].str())->ids[0].kernels) {
+        throw std::runtime_error("run " + std::to_string(i) + " of a batch: its graph launch ran " +
+                                 std::to_string(graphs_.at(runs[i].str())->ids[0].kernels) + " kernels but " +
+                                 std::to_string(t.kernels[i]) + " records were attributed to it");
+      }
+      out.emplace_back(t.ns[i]);
+    }
+    return out;
   }
-  if (event_) {
-    event_->start();
-    launch(config);
-    return event_->stop();
+  for (const auto& c : runs) {
+    if (event_) {
+      if (graph_) capture(c);
+      flush_l2();
+      event_->start();
+      launch(c);
+      out.push_back(event_->stop());
+    } else {
+      host_.start();
+      op_.run(*work_, c, nullptr);
+      out.push_back(host_.stop());
+    }
   }
-  host_.start();
-  op_.run(*work_, config, nullptr);
-  return host_.stop();
+  return out;
 }
 
 RunTimer OpTiming::run_timer() {
-  return [this](const Config& c) { return time_run(c); };
+  return [this](const std::vector<Config>& runs) { return time_runs(runs); };
 }
 
 void OpTiming::warm(const Config& config) {
@@ -195,7 +235,7 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
       continue;
     }
     const WindowTimes times = cupti_->collect();
-    const std::size_t expected = graph_ ? graphs_->ids[0].kernels : 0;
+    const std::size_t expected = graph_ ? graphs_.at(config.str())->ids[0].kernels : 0;
     double total_s = 0;
     for (std::size_t w = 0; w < times.ns.size(); ++w) {
       if (times.kernels[w] == 0) {

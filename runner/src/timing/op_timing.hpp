@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,7 +65,14 @@ class OpTiming {
   /// "event", wall time for host ops. Throws what the op throws, CudaError, or
   /// std::runtime_error (no kernel record, a run that cannot be captured into a graph).
   std::chrono::nanoseconds time_run(const Config& config);
-  /// time_run as a RunTimer bound to this object.
+  /// The times of a batch of runs launched back to back in the order given (configs may repeat
+  /// and interleave): in "kernel" and "cudagraph" mode one device sync and one CUPTI collection
+  /// for the whole batch, each run's kernels attributed to it by correlation id (or graph), the
+  /// L2 flush (cold_l2) between runs and outside their windows; each run goes through the op's
+  /// run(), so weight-bound ops still rotate their weights and every run is cold. "event" mode
+  /// and host ops time run by run. Throws as time_run; a batch that throws yields no times.
+  std::vector<std::chrono::nanoseconds> time_runs(const std::vector<Config>& runs);
+  /// time_runs as a RunTimer bound to this object.
   RunTimer run_timer();
 
   /// One untimed run (compile, load, first touch; the graph capture in "cudagraph" mode), then
@@ -84,7 +92,9 @@ class OpTiming {
  private:
   struct Graphs;
   void flush_l2();
-  void capture(const Config& config);
+  Graphs& capture(const Config& config);
+  void keep_graphs_of(const std::vector<Config>& runs);
+  void check_faults(const Config& config) const;
   void launch(const Config& config);  // one eager run or the next graph replay
   cudaStream_t stream() const { return stream_ ? stream_->get() : nullptr; }
   std::optional<LoopTotal> cupti_loop(benchmark::State& state, const Config& config);
@@ -100,7 +110,7 @@ class OpTiming {
   std::optional<EventTimer> event_;
   DeviceBuffer l2_flush_;
   unsigned flushes_ = 0;
-  std::unique_ptr<Graphs> graphs_;
+  std::map<std::string, std::unique_ptr<Graphs>> graphs_;  // by Config::str()
 };
 
 }  // namespace tunebench

@@ -22,13 +22,38 @@ std::int64_t quantile(std::vector<std::int64_t> samples, double q) {
   return samples[std::min(i, samples.size() - 1)];
 }
 
+RunTimer run_by_run(std::function<std::chrono::nanoseconds(const Config& config)> one) {
+  return [one = std::move(one)](const std::vector<Config>& runs) {
+    std::vector<std::chrono::nanoseconds> times;
+    times.reserve(runs.size());
+    for (const auto& c : runs) times.push_back(one(c));
+    return times;
+  };
+}
+
+std::vector<Config> in_config_order(const Op& op, SpaceKind space, std::vector<Config> configs) {
+  const auto first = op.config_space(space);
+  const auto second = op.config_space(space == SpaceKind::kDefault ? SpaceKind::kExpanded : SpaceKind::kDefault);
+  const auto rank = [&](const Config& c) -> std::size_t {
+    if (const auto it = std::find(first.begin(), first.end(), c); it != first.end()) return it - first.begin();
+    if (const auto it = std::find(second.begin(), second.end(), c); it != second.end()) {
+      return first.size() + (it - second.begin());
+    }
+    return first.size() + second.size();
+  };
+  std::stable_sort(configs.begin(), configs.end(), [&](const Config& a, const Config& b) { return rank(a) < rank(b); });
+  configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
+  return configs;
+}
+
 TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device, const RunTimer& time_run,
                      const TuneOptions& options, const std::vector<Measurement>& known,
                      const std::string& device_uuid) {
   TuneOutcome out;
   std::vector<Config> order;
   std::vector<Config> candidates;
-  const auto space = options.only.empty() ? op.config_space(options.space) : options.only;
+  const auto space = options.only.empty() ? op.config_space(options.space)
+                                          : in_config_order(op, options.space, options.only);
   for (const auto& config : space) {
     if (op.can_implement(config, shape, device)) candidates.push_back(config);
   }

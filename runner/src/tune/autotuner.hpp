@@ -30,8 +30,21 @@ struct TuneOptions {
   /// Configs whose p50 is within this fraction of the fastest p50 tie; the earliest in the
   /// op's config order wins, so a rerun under the same noise picks the same config.
   double tie_tolerance = 0.01;
-  /// When not empty, only these configs are timed (to re-time the contenders of a key).
+  /// When not empty, only these configs are timed (to re-time the finalists of a key), in the
+  /// op's config order (options.space first, then the expanded space), whatever order they are
+  /// given in: the tie rule's "earliest" is the op's order.
   std::vector<Config> only;
+  /// Finalists (finalists_of): every ok config whose p50 is within this fraction of the
+  /// fastest's, and at least min_finalists of the fastest.
+  double finalist_band = 0.03;
+  int min_finalists = 3;
+  /// The race (RaceSweep): after one screening run per config, a config whose fastest run
+  /// (warmup included) exceeds screen_drop x the fastest config's is dropped; the rest get
+  /// race_runs more runs, interleaved, and a config whose p20 exceeds race_drop x the best's
+  /// p80 is dropped too. Bounds from the in-process noise measured on an H200 (docs/perf-sweep.md).
+  double screen_drop = 1.5;
+  int race_runs = 3;
+  double race_drop = 1.1;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
   int compile_threads = 0;
   /// Called before the precompile ("precompiling N configs", compiling true) and before each
@@ -40,6 +53,16 @@ struct TuneOptions {
   std::function<void(const std::string& activity, bool compiling)> on_progress;
   /// How the configs are timed and the winner chosen (sweep_strategy.hpp); null: FullSweep.
   std::shared_ptr<const SweepStrategy> strategy;
+};
+
+/// What a sweep cost and left open, for the sweep's figures and the measurement GPU's re-timing.
+struct SweepStats {
+  std::int64_t runs = 0;       ///< runs launched and timed, warmups included
+  std::int64_t kernel_ns = 0;  ///< the sum of their times: kernel time (host time for host ops)
+  int dropped = 0;             ///< configs that ran but did not reach the final round
+  /// The configs of the final round (op's config order): what a parent re-times on the
+  /// measurement GPU when this sweep ran on another. Empty when no config ran or one only could.
+  std::vector<Config> finalists;
 };
 
 /// Outcome of a sweep.
@@ -53,6 +76,7 @@ struct TuneOutcome {
   /// stopped there, that config is the last of results (launch_failed), and nothing else can
   /// run in this process. best is then empty.
   std::string fatal_error;
+  SweepStats stats;
   bool found() const { return !best.empty(); }
 };
 
@@ -62,8 +86,19 @@ class StickyCudaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Times one run of `config` and returns its time (kernel time for GPU ops). Throws on failure.
-using RunTimer = std::function<std::chrono::nanoseconds(const Config& config)>;
+/// Times a batch of runs launched back to back, in the order given (a config may appear several
+/// times, and several configs may be interleaved), and returns each run's time in that order
+/// (kernel time for GPU ops): one synchronisation and one collection of kernel records per batch,
+/// not per run. Throws on failure; a batch that throws yields no times.
+using RunTimer = std::function<std::vector<std::chrono::nanoseconds>(const std::vector<Config>& runs)>;
+
+/// A RunTimer that times each run of a batch with `one`, one after the other (timers without a
+/// batched form: tests, host clocks).
+RunTimer run_by_run(std::function<std::chrono::nanoseconds(const Config& config)> one);
+
+/// `configs` in the op's config order: their positions in op.config_space(space), then those of
+/// the other space, then any others as given.
+std::vector<Config> in_config_order(const Op& op, SpaceKind space, std::vector<Config> configs);
 
 /// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device` (when
 /// exactly one can, it is the winner untimed, best_p50_ns 0 and no results). Configs whose

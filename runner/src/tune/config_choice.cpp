@@ -104,7 +104,8 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 // sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
 // the op cannot run.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
-                                              const RunTimer& time_run, const TuneOptions* options) {
+                                              const RunTimer& time_run, const TuneOptions* options,
+                                              SweepStats* stats) {
   const Op& op = *family.op;
   if (!context.replay.empty() && !options) {
     {
@@ -144,6 +145,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   const TuneOutcome outcome =
       autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);
+  if (stats) *stats = outcome.stats;
   if (!outcome.fatal_error.empty()) {
     // Keep what was learnt, the failing config above all, so no later run tries it again.
     store_outcome(context, key, outcome.results, std::nullopt);
@@ -212,9 +214,10 @@ TimingFaults timing_faults(const RunContext& context) {
 }
 
 
-Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options) {
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options,
+                    SweepStats* stats) {
   OpTiming timing(*family.op, family.shape, context.seed, timing_options(context), timing_faults(context));
-  return choose_config(family, context, timing.run_timer(), options).first;
+  return choose_config(family, context, timing.run_timer(), options, stats).first;
 }
 
 }  // namespace tunebench

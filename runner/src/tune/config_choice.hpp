@@ -29,8 +29,10 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
 /// Throws std::runtime_error when no config runs (or CUDA left a sticky error), and, before
 /// any sweep, when the key needs tuning and context.cache is read-only (its result could not
-/// be stored).
-Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr);
+/// be stored). When a sweep ran and `stats` is given, its SweepStats are copied there (left as
+/// they are when the cache answered).
+Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr,
+                    SweepStats* stats = nullptr);
 
 /// A replayed config the op cannot run (not in its spaces, or can_implement refuses it): it is
 /// never run; the key is tuned live (replay_fallback).
@@ -47,9 +49,11 @@ struct UnrunnableReplay : std::runtime_error {
 /// run, StickyCudaError when a config left a sticky CUDA error (what was learnt is stored),
 /// std::runtime_error when no config ran or the key cannot be stored (read-only cache). A
 /// cache still locked by another process after the store's retries does not fail the choice:
-/// the winner is kept in context.unstored for the run, with one line on stderr.
+/// the winner is kept in context.unstored for the run, with one line on stderr. `stats` as
+/// ensure_tuned.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
-                                              const RunTimer& time_run, const TuneOptions* options = nullptr);
+                                              const RunTimer& time_run, const TuneOptions* options = nullptr,
+                                              SweepStats* stats = nullptr);
 
 /// A replayed config `bad` that the op cannot run, or that failed (`what` says how, e.g.
 /// "failed (...)"): evicted from the cache (marker compile_<op>_evicted, or compile_<op>_no_evict

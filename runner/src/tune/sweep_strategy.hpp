@@ -1,9 +1,15 @@
 #pragma once
 // Sweep strategies: how one key's configs are timed and its winner chosen. autotune() prepares
 // the configs (can_implement, stored failures skipped, precompiled) and hands them to the
-// strategy in TuneOptions::strategy. A new strategy (racing, successive halving) is a new
-// SweepStrategy in this folder.
+// strategy in TuneOptions::strategy. Every strategy times through batches (RunTimer: runs
+// launched back to back, one collection per batch) and fills TuneOutcome::stats. Design and
+// figures: docs/perf-sweep.md.
 
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,20 +21,23 @@ namespace tunebench {
 class SweepStrategy {
  public:
   virtual ~SweepStrategy() = default;
-  /// For messages: "full".
+  /// For messages and the JSON context: "full", "race", "final".
   virtual std::string name() const = 0;
   /// Times configs of `order` (the op's config order) with `time_run` and fills `out`: one
-  /// cache::Measurement per config it timed or that failed (results), and the winner (best,
-  /// best_p50_ns; left empty when none ran). A config's failure is data, stored in results; a
-  /// CudaError that is sticky ends the sweep: that config is recorded launch_failed, fatal_error
-  /// set, and the strategy returns. Calls options.on_progress(config text, false) before timing
-  /// each config. Must be safe to call from several threads on different keys.
+  /// cache::Measurement per config it timed or that failed (results, parallel to `order` up to
+  /// where it stopped), the winner (best, best_p50_ns; left empty when none ran) and stats. A
+  /// config's failure is data, stored in results; a CudaError that is sticky ends the sweep: the
+  /// configs of the batch that raised it are recorded launch_failed (launches are asynchronous,
+  /// so a batch of several configs cannot say which one failed), fatal_error is set, and the
+  /// strategy returns. Calls options.on_progress(activity, false) before each batch: a config's
+  /// text while one config runs, else a description. Must be safe to call from several threads
+  /// on different keys.
   virtual void sweep(const std::vector<Config>& order, const RunTimer& time_run, const TuneOptions& options,
                      const std::string& device_uuid, TuneOutcome& out) const = 0;
 };
 
-/// Every config to full repetitions (time_config), then pick_winner: the sweep of tunebench's
-/// first releases and the default.
+/// Every config to full repetitions, one config after the other (time_config), then
+/// pick_winner: the sweep of tunebench's first releases (TUNEBENCH_SWEEP=full).
 class FullSweep final : public SweepStrategy {
  public:
   std::string name() const override { return "full"; }
@@ -36,17 +45,74 @@ class FullSweep final : public SweepStrategy {
              const std::string& device_uuid, TuneOutcome& out) const override;
 };
 
-/// One config's measurement: options.warmup untimed runs, then as many timed runs as fit
-/// options.budget_per_config judged from the first (between min_ and max_repetitions); status
-/// ok with p20/p50/p80 (nearest rank) of the timed runs, or timeout (past timeout_per_config),
-/// compile_failed (CompileError), launch_failed (any other exception). Rethrows a sticky
-/// CudaError after nothing else can run.
-cache::Measurement time_config(const Config& config, const RunTimer& time_run, const TuneOptions& options,
-                               const std::string& device_uuid);
+/// A race (TUNEBENCH_SWEEP=race, the default), three rounds:
+/// 1. screen: every config gets options.warmup + 1 runs in one batch; one whose fastest run
+///    exceeds options.screen_drop x the fastest config's is dropped;
+/// 2. race: the rest get options.race_runs more runs each, interleaved (round-robin, so a clock
+///    that drifts during the key does not favour one config); one whose p20 exceeds
+///    options.race_drop x the best's p80 is dropped;
+/// 3. final: finalists_of every config measured ok get full repetitions (as time_config counts
+///    them from the budget), interleaved; the winner is picked among them alone (pick_winner's
+///    tie rule), from the final round's runs, which are also what results hold for them.
+/// Configs that did not reach the final keep the quantiles of the runs they had.
+class RaceSweep final : public SweepStrategy {
+ public:
+  std::string name() const override { return "race"; }
+  void sweep(const std::vector<Config>& order, const RunTimer& time_run, const TuneOptions& options,
+             const std::string& device_uuid, TuneOutcome& out) const override;
+};
 
-/// The winner of out.results (parallel to `order`): the earliest config whose p50 is within
-/// options.tie_tolerance of the fastest p50, so a rerun under the same noise picks the same
-/// config. Leaves out.best empty when no result is ok.
+/// The race's final round alone: every config of `order` is a finalist (options.warmup runs
+/// each, then full repetitions, interleaved). How the measurement GPU re-times the finalists
+/// another GPU found (TuneOptions::only).
+class FinalRound final : public SweepStrategy {
+ public:
+  std::string name() const override { return "final"; }
+  void sweep(const std::vector<Config>& order, const RunTimer& time_run, const TuneOptions& options,
+             const std::string& device_uuid, TuneOutcome& out) const override;
+};
+
+/// The strategy TUNEBENCH_SWEEP names ("full" or "race"); nullopt for another name.
+std::optional<std::shared_ptr<const SweepStrategy>> strategy_named(const std::string& name);
+
+/// One config's measurement: options.warmup untimed runs and the first timed run in one batch,
+/// then as many timed runs as fit options.budget_per_config judged from the first (between
+/// min_ and max_repetitions), in batches of at most ~50 ms so a slow config is stopped between
+/// them; status ok with p20/p50/p80 (nearest rank) of the timed runs, or timeout (past
+/// timeout_per_config), compile_failed (CompileError), launch_failed (any other exception).
+/// Adds its runs to `stats`. Rethrows a sticky CudaError after nothing else can run.
+cache::Measurement time_config(const Config& config, const RunTimer& time_run, const TuneOptions& options,
+                               const std::string& device_uuid, SweepStats* stats = nullptr);
+
+/// The index of the winner among `results`: the earliest whose p50 is within `tie_tolerance`
+/// of the fastest ok p50, so a rerun under the same noise picks the same config; nullopt when
+/// none is ok.
+std::optional<std::size_t> winner_index(const std::vector<cache::Measurement>& results, double tie_tolerance);
+
+/// The winner of out.results (parallel to `order`) by winner_index. Leaves out.best empty when
+/// no result is ok.
 void pick_winner(const std::vector<Config>& order, const TuneOptions& options, TuneOutcome& out);
+
+/// The finalists among `results` (parallel to `order`): every ok config whose p50 is within
+/// options.finalist_band of the fastest, and at least options.min_finalists of the fastest (fewer
+/// when fewer are ok); in `order`'s order.
+std::vector<Config> finalists_of(const std::vector<Config>& order, const std::vector<cache::Measurement>& results,
+                                 const TuneOptions& options);
+
+/// Runs a batch through `time_run` and adds it to `stats` (when given): its runs and their summed
+/// time. Throws what time_run throws.
+std::vector<std::chrono::nanoseconds> run_batch(const RunTimer& time_run, const std::vector<Config>& runs,
+                                                SweepStats* stats);
+
+/// Sets `m`'s status and one-line error from what a run threw: compile_failed for a CompileError,
+/// else launch_failed.
+void record_failure(cache::Measurement& m, const std::exception& e);
+
+/// Sets `m` ok with the p20/p50/p80 (nearest rank) of `samples` (not empty, ns).
+void set_quantiles(cache::Measurement& m, const std::vector<std::int64_t>& samples);
+
+/// How many timed runs a config of `run_ns` gets at full repetitions: options.budget_per_config
+/// / run_ns, clamped to [min_repetitions, max_repetitions].
+int full_repetitions(std::int64_t run_ns, const TuneOptions& options);
 
 }  // namespace tunebench
