@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -290,4 +292,218 @@ TEST(Autotuner, TheStrategyGetsThePreparedConfigsAndChoosesTheWinner) {
   EXPECT_EQ(out.reused_failures, 1);
   ASSERT_EQ(op.precompiled.size(), 1u);  // precompiled before the strategy runs
   EXPECT_EQ(op.precompiled[0].first, strategy->handed);
+}
+
+namespace {
+
+// Twenty configs B=1..20 that every shape can run: the race's tests need a field to drop from.
+class FieldOp final : public tunebench::Op {
+ public:
+  std::string name() const override { return "field"; }
+  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
+  bool needs_gpu() const override { return false; }
+  std::string kernel_version() const override { return "field-1"; }
+  std::vector<Config> config_space(tunebench::SpaceKind kind) const override {
+    std::vector<std::int64_t> b;
+    for (int i = 1; i <= (kind == tunebench::SpaceKind::kExpanded ? 24 : 20); ++i) b.push_back(i);
+    return tunebench::cartesian_product({{"B", b}});
+  }
+  bool can_implement(const Config&, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
+    return true;
+  }
+  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
+  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
+  double flops(const tunebench::Shape&) const override { return 1; }
+  double bytes(const tunebench::Shape&) const override { return 1; }
+};
+
+// A batched timer over fixed times per config that keeps every batch it was given and counts.
+struct Recorder {
+  explicit Recorder(std::function<std::int64_t(const Config&, std::int64_t call)> f) : ns(std::move(f)) {}
+  std::function<std::int64_t(const Config&, std::int64_t call)> ns;
+  std::vector<std::vector<Config>> batches;
+  std::map<std::int64_t, int> runs_of;
+  std::int64_t calls = 0, total_ns = 0;
+  tunebench::RunTimer timer() {
+    return [this](const std::vector<Config>& runs) {
+      batches.push_back(runs);
+      std::vector<std::chrono::nanoseconds> out;
+      for (const auto& c : runs) {
+        const auto t = ns(c, calls++);
+        ++runs_of[c.get("B")];
+        total_ns += t;
+        out.emplace_back(t);
+      }
+      return out;
+    };
+  }
+};
+
+// The best is B=7 (1000 ns); a config costs 300 ns more per step away from it.
+std::int64_t valley(const Config& c, std::int64_t) { return 1000 + 300 * std::abs(c.get("B") - 7); }
+
+tunebench::TuneOptions race_options() {
+  tunebench::TuneOptions o;
+  o.strategy = std::make_shared<tunebench::RaceSweep>();
+  o.budget_per_config = std::chrono::nanoseconds(100000);  // every config gets 15 runs at full repetitions
+  return o;
+}
+
+}  // namespace
+
+TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
+  Recorder rec{valley};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "B=7");
+  EXPECT_EQ(out.best_p50_ns, 1000);
+  ASSERT_EQ(out.results.size(), 20u);  // every config measured, the dropped ones too
+  // Within 1.5x of the best after the screen: B=6..8 (1300 ns). Finalists: the three fastest.
+  EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 6}}, Config{{"B", 7}}, Config{{"B", 8}}}));
+  EXPECT_EQ(out.stats.dropped, 17);
+  EXPECT_EQ(rec.runs_of[1], 2);   // the screen: one warmup and one timed run
+  EXPECT_EQ(rec.runs_of[20], 2);
+  EXPECT_EQ(rec.runs_of[7], 2 + 3 + 15);  // screen, race, full repetitions
+  EXPECT_EQ(rec.runs_of[6], 2 + 3 + 15);
+  EXPECT_EQ(out.stats.runs, rec.calls);
+  EXPECT_EQ(out.stats.kernel_ns, rec.total_ns);
+  // Every config has its quantiles; the dropped ones from the runs they had.
+  for (const auto& m : out.results) {
+    ASSERT_EQ(m.status, Status::kOk) << m.config;
+    EXPECT_EQ(*m.p50_ns, valley(Config::parse(m.config), 0)) << m.config;
+  }
+  // The same winner as every config to full repetitions, for far fewer runs.
+  Recorder full{valley};
+  tunebench::TuneOptions f = race_options();
+  f.strategy = std::make_shared<tunebench::FullSweep>();
+  const auto all = tunebench::autotune(FieldOp(), kShape, kDevice, full.timer(), f);
+  EXPECT_EQ(all.best, out.best);
+  EXPECT_EQ(all.stats.dropped, 0);
+  EXPECT_EQ(full.calls, 20 * (1 + 15));
+  EXPECT_LT(rec.calls * 3, full.calls);
+}
+
+TEST(Race, FinalistsAreEveryConfigWithinTheBandAndAtLeastTheMinimum) {
+  // B=1..5 within 2% of the best (B=3), the rest 8% slower: all of the five are finalists.
+  Recorder rec{[](const Config& c, std::int64_t) -> std::int64_t {
+    const auto b = c.get("B");
+    return b <= 5 ? 1000 + 4 * std::abs(b - 3) : 1080;
+  }};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  EXPECT_EQ(out.stats.finalists.size(), 5u);
+  EXPECT_EQ(out.best.str(), "B=1");  // 1008 ns ties with 1000 within 1%: the earliest wins
+  EXPECT_EQ(out.stats.dropped, 15);
+}
+
+TEST(Race, RoundsAfterTheScreenAreInterleaved) {
+  Recorder rec{valley};
+  tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  // The screen: 20 batches of one config each; then the race and the final, round-robin.
+  ASSERT_GT(rec.batches.size(), 20u);
+  for (std::size_t i = 0; i < 20; ++i) {
+    for (const auto& c : rec.batches[i]) EXPECT_EQ(c, rec.batches[i][0]);
+  }
+  for (std::size_t i = 20; i < rec.batches.size(); ++i) {
+    const auto& b = rec.batches[i];
+    for (std::size_t j = 1; j < b.size(); ++j) {
+      // The same config twice in a row only once the others have had all their runs.
+      if (b[j] == b[j - 1]) {
+        for (std::size_t k = j; k < b.size(); ++k) EXPECT_EQ(b[k], b[j]) << "batch " << i;
+        break;
+      }
+    }
+  }
+}
+
+// A clock that slows the GPU down as the sweep goes on (a power limit, say) favours whatever is
+// timed first when configs are timed one after the other; interleaving does not.
+TEST(Race, ADriftingClockDoesNotFavourTheConfigTimedFirst) {
+  const auto drifting = [](const Config& c, std::int64_t call) -> std::int64_t {
+    const double base = c.get("B") == 2 ? 1000 : c.get("B") == 1 ? 1030 : 5000;
+    return static_cast<std::int64_t>(base * (1.0 + 0.004 * static_cast<double>(call)));
+  };
+  tunebench::TuneOptions o = race_options();
+  o.tie_tolerance = 0;
+  Recorder race{drifting};
+  EXPECT_EQ(tunebench::autotune(FieldOp(), kShape, kDevice, race.timer(), o).best.str(), "B=2");
+  Recorder full{drifting};
+  o.strategy = std::make_shared<tunebench::FullSweep>();
+  EXPECT_EQ(tunebench::autotune(FieldOp(), kShape, kDevice, full.timer(), o).best.str(), "B=1");
+}
+
+TEST(Race, ExhaustiveSearchRacesTooAndTimesTheExpandedSpace) {
+  Recorder rec{valley};
+  tunebench::TuneOptions o = race_options();
+  o.space = tunebench::SpaceKind::kExpanded;
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+  EXPECT_EQ(out.results.size(), 24u);
+  EXPECT_EQ(out.best.str(), "B=7");
+  EXPECT_EQ(out.stats.dropped, 21);
+}
+
+TEST(Race, AConfigThatFailsMidRaceLeavesItAndTheOthersGoOn) {
+  // B=8 throws from its third run on (inside an interleaved batch).
+  int b8 = 0;
+  Recorder rec{[&](const Config& c, std::int64_t) -> std::int64_t {
+    if (c.get("B") == 8 && ++b8 >= 3) throw std::runtime_error("launch failed on run " + std::to_string(b8));
+    return valley(c, 0);
+  }};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  EXPECT_EQ(out.best.str(), "B=7");
+  const auto m8 = std::find_if(out.results.begin(), out.results.end(), [](const auto& m) { return m.config == "B=8"; });
+  ASSERT_NE(m8, out.results.end());
+  EXPECT_EQ(m8->status, Status::kLaunchFailed);
+  EXPECT_NE(m8->error.find("launch failed"), std::string::npos);
+  EXPECT_EQ(std::count(out.stats.finalists.begin(), out.stats.finalists.end(), Config{{"B", 8}}), 0);
+}
+
+TEST(Race, AStickyErrorInAnInterleavedRoundRecordsItsBatchAndStops) {
+  int b6 = 0;
+  Recorder rec{[&](const Config& c, std::int64_t) -> std::int64_t {
+    if (c.get("B") == 6 && ++b6 == 3) {
+      throw tunebench::CudaError("cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+    }
+    return valley(c, 0);
+  }};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  EXPECT_FALSE(out.found());
+  EXPECT_NE(out.fatal_error.find("cudaErrorIllegalAddress"), std::string::npos);
+  // The race's batch held B=6..8: each is recorded failed, so no later sweep runs them again.
+  for (const char* config : {"B=6", "B=7", "B=8"}) {
+    const auto m = std::find_if(out.results.begin(), out.results.end(), [&](const auto& r) { return r.config == config; });
+    ASSERT_NE(m, out.results.end()) << config;
+    EXPECT_EQ(m->status, Status::kLaunchFailed) << config;
+  }
+  EXPECT_EQ(out.results.size(), 20u);  // the screen's measurements are kept
+}
+
+TEST(Race, TheFinalRoundOrdersContendersByTheOpsConfigOrderForTheTieRule) {
+  tunebench::TuneOptions o;
+  o.strategy = std::make_shared<tunebench::FinalRound>();
+  o.only = {Config{{"B", 9}}, Config{{"B", 3}}, Config{{"B", 22}}};  // 22: of the expanded space only
+  Recorder rec{[](const Config& c, std::int64_t) -> std::int64_t { return c.get("B") == 9 ? 1000 : 1008; }};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+  EXPECT_EQ(out.best.str(), "B=3");  // within 1% of B=9 and earlier in the op's order
+  EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 3}}, Config{{"B", 9}}, Config{{"B", 22}}}));
+  EXPECT_EQ(rec.runs_of[3], 1 + 15);  // one warmup, then full repetitions
+  EXPECT_EQ(rec.batches.front().size(), 3u);  // the warmups of all three in one batch
+}
+
+TEST(Race, StrategiesByName) {
+  EXPECT_EQ((*tunebench::strategy_named("race"))->name(), "race");
+  EXPECT_EQ((*tunebench::strategy_named("full"))->name(), "full");
+  EXPECT_FALSE(tunebench::strategy_named("fastest"));
+}
+
+TEST(Race, FullSweepBatchesAConfigsRunsAndReportsFinalists) {
+  Recorder rec{valley};
+  tunebench::TuneOptions o = race_options();
+  o.strategy = std::make_shared<tunebench::FullSweep>();
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+  EXPECT_EQ(out.best.str(), "B=7");
+  // Per config: the warmup and first timed run, then the rest of its repetitions in one batch.
+  EXPECT_EQ(rec.batches.size(), 40u);
+  EXPECT_EQ(rec.batches[0].size(), 2u);
+  EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 6}}, Config{{"B", 7}}, Config{{"B", 8}}}));
+  EXPECT_EQ(out.stats.runs, rec.calls);
 }

@@ -166,7 +166,35 @@ run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJ
   || fail "disagreement run: $(cat "$work/disagree.err")"
 [ "$(context disagree parallel_warmup_disagreements)" = 1 ] || fail "disagreement not counted: $(cat "$work/disagree.err")"
 grep -q 'WARNING: 1 keys got different winners on two shards' "$work/disagree.err" || fail "no disagreement warning"
-! grep -q 're-timing the contenders' "$work/disagree.err" || fail "re-timing the contenders failed"
+! grep -q 're-timing the' "$work/disagree.err" || fail "re-timing the finalists failed: $(cat "$work/disagree.err")"
+# The doubled keys' finalists (both shards') were re-timed by bench itself: the stored best obeys
+# the tie rule among them (the earliest in the op's config order within 1% of the fastest), and
+# no config the cache measured for the key is faster than it by more than the 1% band.
+grep -Eq 'parallel warmup: [1-9][0-9]* keys? re-timed on the measurement GPU \(finalists interleaved\), [0-9]+ winners? changed' \
+  "$work/disagree.err" || fail "no re-timing line: $(cat "$work/disagree.err")"
+TUNEBENCH_CACHE="$work/disagree.sqlite" "$cache_cli" export "$work/disagree-export.json"
+/usr/bin/python3 - "$(context disagree tunebench_run_dir)/sweep.jsonl" "$work/disagree-export.json" <<'PY' || fail "tie rule or tie band broken"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+entries = json.load(open(sys.argv[2]))["entries"]
+last = {}
+for r in records:
+    if r["record"] == "retimed":
+        last[(r["op"], r["tuning_key"])] = r
+assert last, "no re-timing in sweep.jsonl"
+assert any(r["record"] == "tuned" and r["worker"] == "shard 1" for r in records), "no shard records in sweep.jsonl"
+for (op, tk), r in last.items():
+    e = next(e for e in entries if e["key"]["op"] == op and e["key"]["tuning_key"] == tk)
+    p50 = {m["config"]: m["p50_ns"] for m in e["measurements"] if m["status"] == "ok"}
+    finals = r["finalists"]
+    assert all(c in p50 for c in finals), (finals, p50)
+    fastest = min(p50[c] for c in finals)
+    expected = next(c for c in finals if p50[c] <= fastest * 1.01)
+    best = e["best"]["config"]
+    assert best == expected == r["winner"], (best, expected, r)
+    assert all(v * 1.01 >= p50[best] for v in p50.values()), (best, p50)
+    print(f"{op} {tk}: {len(finals)} finalists re-timed, best {best}")
+PY
 
 # A shard that dies: reported, and its keys still get tuned (serially).
 run crash PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=abort-shard=0 \

@@ -454,6 +454,8 @@ nlohmann::json retimed_entry(const Family& f, const std::vector<Config>& contend
   nlohmann::json j;
   j["record"] = "retimed";
   j["key"] = f.name;
+  j["op"] = f.op->name();
+  j["tuning_key"] = f.op->tuning_key(f.shape);
   j["worker"] = "measurement GPU";
   j["seconds"] = seconds;
   j["runs"] = stats.runs;

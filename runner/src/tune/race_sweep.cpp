@@ -160,13 +160,15 @@ std::vector<Entry*> alive_of(std::vector<Entry>& es) {
 }
 
 // Full repetitions for `finals`, interleaved, from fresh samples; `warm` first runs
-// options.warmup untimed passes and one timed pass that sets each config's repetitions.
+// options.warmup (at least one) passes, not counted, the last of which sets each config's
+// repetitions.
 void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run, const TuneOptions& o,
                  SweepStats& stats) {
   if (o.on_progress) o.on_progress("final round of " + std::to_string(finals.size()) + " configs, interleaved", false);
   for (auto* e : finals) e->samples.clear();
   if (warm) {
-    interleave(finals, std::vector<int>(finals.size(), std::max(0, o.warmup) + 1), time_run, stats);
+    // The warmups (at least one: its time sets the repetitions), not counted as samples.
+    interleave(finals, std::vector<int>(finals.size(), std::max(1, o.warmup)), time_run, stats);
     for (auto* e : finals) {
       if (!e->alive) continue;
       e->m.p50_ns = e->samples.back();

@@ -63,7 +63,7 @@ class RaceSweep final : public SweepStrategy {
 };
 
 /// The race's final round alone: every config of `order` is a finalist (options.warmup runs
-/// each, then full repetitions, interleaved). How the measurement GPU re-times the finalists
+/// each, at least one, whose last sets its repetitions; then full repetitions, interleaved). How the measurement GPU re-times the finalists
 /// another GPU found (TuneOptions::only).
 class FinalRound final : public SweepStrategy {
  public:
