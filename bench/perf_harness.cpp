@@ -11,7 +11,12 @@
 //    scripts/ncu_check.sh compares them with ncu's gpu__time_duration of the same kernels.
 //    Under ncu, where CUPTI is taken, it only launches (1 + 2 x RUNS per case).
 //
-// usage: perf_harness [--crosscheck=RUNS] [Google Benchmark flags]
+// 4. --sweep-harness=RUNS: the sweep's harness cost per timed run (wall time per run less
+//    kernel time per run) of OpTiming, RUNS runs one per call (a sync and a CUPTI collection per
+//    run, the sweep before batching) against RUNS runs in batches of 16 (time_runs, as the race
+//    times), for a 5 us spin and mxfp4_gemm decode (M=8) and prefill (M=512) configs.
+//
+// usage: perf_harness [--crosscheck=RUNS | --sweep-harness=RUNS] [Google Benchmark flags]
 
 #include <benchmark/benchmark.h>
 
@@ -153,13 +158,68 @@ int crosscheck(int runs, const DeviceInfo& device) {
   return 0;
 }
 
+// The sweep's harness cost per timed run, run by run against batched.
+int sweep_harness(int runs, const DeviceInfo& device) {
+  std::string why;
+  if (!CuptiTimer::available(&why)) {
+    std::cerr << "perf_harness: CUPTI unavailable (" << why << ")\n";
+    return 1;
+  }
+  SpinOp spin("spin_5us", 5'000);
+  Mxfp4GemmOp mxfp4(false);
+  struct Case {
+    const Op* op;
+    Shape shape;
+    Config config;
+    std::string name;
+  };
+  std::vector<Case> cases = {{&spin, gemm_shape(1, 1, 1), spin.config_space(SpaceKind::kDefault)[0], "spin_5us"}};
+  for (const std::int64_t m : {8, 512}) {
+    const Shape s = gemm_shape(m, 4096, 4096);
+    cases.push_back({&mxfp4, s, mxfp4.default_config(s, device), "mxfp4_gemm M=" + std::to_string(m) + " N=K=4096"});
+  }
+  constexpr int kBatch = 16;
+  std::printf("Sweep harness cost per timed run (%d runs each; kernel time by CUPTI; wall from the host clock):\n", runs);
+  std::printf("%-28s %12s %16s %16s %16s %16s\n", "case", "kernel us/run", "1/call wall us", "1/call harness us",
+              "batch wall us", "batch harness us");
+  for (const auto& k : cases) {
+    OpTiming timing(*k.op, k.shape, 1, {TimingMode::kKernel, false});
+    timing.warm(k.config);
+    double kernel_ns = 0;
+    auto t0 = clock_type::now();
+    for (int i = 0; i < runs; ++i) kernel_ns += static_cast<double>(timing.time_run(k.config).count());
+    const double single_wall_us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count() / runs;
+    const double single_kernel_us = kernel_ns * 1e-3 / runs;
+    kernel_ns = 0;
+    t0 = clock_type::now();
+    for (int done = 0; done < runs; done += kBatch) {
+      const int n = std::min(kBatch, runs - done);
+      for (const auto& t : timing.time_runs(std::vector<Config>(static_cast<std::size_t>(n), k.config))) {
+        kernel_ns += static_cast<double>(t.count());
+      }
+    }
+    const double batch_wall_us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count() / runs;
+    const double batch_kernel_us = kernel_ns * 1e-3 / runs;
+    std::printf("%-28s %12.2f %16.2f %16.2f %16.2f %16.2f\n", k.name.c_str(), batch_kernel_us, single_wall_us,
+                single_wall_us - single_kernel_us, batch_wall_us, batch_wall_us - batch_kernel_us);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int crosscheck_runs = 0;
+  int sweep_runs = 0;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--crosscheck=", 13) == 0) {
+    if (std::strncmp(argv[i], "--sweep-harness=", 16) == 0) {
+      sweep_runs = std::atoi(argv[i] + 16);
+      if (sweep_runs <= 0) {
+        std::cerr << "perf_harness: --sweep-harness='" << (argv[i] + 16) << "': expected a positive run count\n";
+        return 2;
+      }
+    } else if (std::strncmp(argv[i], "--crosscheck=", 13) == 0) {
       crosscheck_runs = std::atoi(argv[i] + 13);
       if (crosscheck_runs <= 0) {
         std::cerr << "perf_harness: --crosscheck='" << (argv[i] + 13) << "': expected a positive run count\n";
@@ -178,6 +238,7 @@ int main(int argc, char** argv) {
   TUNEBENCH_CUDA_CHECK(cudaSetDevice(0));
   const DeviceInfo device = query_device(0);
   if (crosscheck_runs > 0) return crosscheck(crosscheck_runs, device);
+  if (sweep_runs > 0) return sweep_harness(sweep_runs, device);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   std::string why;

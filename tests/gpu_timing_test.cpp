@@ -211,3 +211,29 @@ TEST_F(GpuTiming, HbmReadReadsEveryWordOfItsBytes) {
 }
 
 }  // namespace
+
+// The sweep's batches: runs launched back to back and collected once are attributed run by run,
+// configs interleaved, eagerly and in graphs, and agree with runs timed one per call.
+TEST_F(GpuTiming, ABatchOfInterleavedConfigsIsAttributedRunByRun) {
+  SpinOp op("spin_20us", 20'000);
+  const Config one{{"BLOCKS", 1}};
+  const Config three{{"BLOCKS", 1}, {"KERNELS", 3}};
+  for (const auto mode : {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph}) {
+    OpTiming timing(op, shape(1, 1, 1), 0, {mode, true});  // cold L2: a flush between the runs too
+    timing.warm(one);
+    timing.warm(three);
+    std::vector<Config> batch;
+    for (int i = 0; i < 8; ++i) {
+      batch.push_back(one);
+      batch.push_back(three);
+    }
+    const auto times = timing.time_runs(batch);
+    ASSERT_EQ(times.size(), batch.size());
+    for (std::size_t i = 0; i < times.size(); ++i) {
+      const double us = static_cast<double>(times[i].count()) * 1e-3;
+      EXPECT_NEAR(us, i % 2 ? 60.0 : 20.0, 2.0) << to_string(mode) << " run " << i;
+    }
+    const double single = median_us(timing, three, 9);
+    EXPECT_NEAR(static_cast<double>(times[1].count()) * 1e-3, single, 0.03 * single) << to_string(mode);
+  }
+}

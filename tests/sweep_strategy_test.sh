@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# TUNEBENCH_SWEEP end to end with the CPU op (no GPU needed): a bad value, the race's figures in
+# the summary and the JSON context, and scripts/perf_sweep.sh's table.
+set -euo pipefail
+build=${1:?usage: sweep_strategy_test.sh BUILD_DIR}
+bench=$build/bench/bench
+here=$(cd "$(dirname "$0")" && pwd)
+tiny=$here/data/dsv4f_decode_tiny.yaml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT PARALLEL_WARMUP_GPUS REPLAY_FROM
+export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
+
+# An unknown strategy: one line naming the variable and what it takes, exit 2, nothing run.
+set +e
+TUNEBENCH_SWEEP=fastest "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >"$work/bad.out" 2>"$work/bad.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "TUNEBENCH_SWEEP=fastest exited $rc"
+[ "$(wc -l <"$work/bad.err")" = 1 ] && grep -q "TUNEBENCH_SWEEP='fastest': expected race or full" "$work/bad.err" \
+  || fail "bad TUNEBENCH_SWEEP message: $(cat "$work/bad.err")"
+[ ! -s "$work/bad.out" ] || fail "a refused run wrote results"
+
+# The race (the default) in the isolated sweep: its cost line and the context's figures.
+TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_CACHE="$work/race.sqlite" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ --benchmark_min_time=0.01 --benchmark_out="$work/race.json" >/dev/null 2>"$work/race.err" \
+  || fail "race run: $(cat "$work/race.err")"
+grep -Eq '^bench: sweep \(race\): [0-9.]+ s kernel time in [0-9.]+ s of worker time \([0-9]+% busy; [0-9.]+ s compiling before\), [0-9]+ timed runs, [0-9]+ configs? dropped early$' \
+  "$work/race.err" || fail "no sweep cost line: $(cat "$work/race.err")"
+python3 - "$work/race.json" <<'PY' || fail "sweep figures missing from the JSON context"
+import json, sys
+c = json.load(open(sys.argv[1]))["context"]
+assert c["tunebench_sweep_strategy"] == "race"
+for k in ("seconds", "kernel_seconds", "worker_seconds", "busy_fraction"):
+    assert float(c["tunebench_sweep_" + k]) >= 0, k
+assert int(c["tunebench_sweep_timed_runs"]) > 0 and int(c["tunebench_sweep_configs_dropped"]) >= 0
+assert 0 < float(c["tunebench_sweep_busy_fraction"]) <= 1
+PY
+
+# The benchmark script on the CPU op: both strategies, the table, the winner quality line.
+OUT=$work/perf SHAPES=$tiny BUILD=$build "$here/../scripts/perf_sweep.sh" '^cpu_' '^cpu_' >"$work/perf.txt" 2>&1 \
+  || fail "perf_sweep.sh: $(cat "$work/perf.txt")"
+grep -Eq '^A = full, B = race: winner quality: 4 keys' "$work/perf.txt" || fail "no winner quality: $(cat "$work/perf.txt")"
+grep -Eq '^A = full, B = race \(USE_FLAGTUNE=1\): winner quality: 4 keys' "$work/perf.txt" || fail "no exhaustive line"
+runs() { awk -v n="$1" '$1 == n && $NF ~ /^[0-9]+$/ { print $(NF-1); exit }' "$work/perf.txt"; }
+[ "$(runs race-flagtune)" -lt "$(runs full-flagtune)" ] || fail "the race timed no fewer runs: $(cat "$work/perf.txt")"
+echo "sweep strategies: ok"
