@@ -8,9 +8,21 @@
 namespace tunebench::bench {
 
 std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint64_t seed) {
-  Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
+  const std::uint64_t start = seed * 0x2545F4914F6CDD1Dull + 1;
   std::vector<std::uint16_t> out(count);
-  for (auto& v : out) v = mxfp4::float_to_bf16(rng.uniform(-1.0f, 1.0f));
+  // Value i is the (i+1)-th output of Rng{start}: splitmix64's state only ever advances by its
+  // constant, so a chunk's generator starts where one sequential generator would be, and the
+  // values are the same on any number of threads (prefill activations are hundreds of MB).
+  constexpr std::int64_t kChunk = 1 << 20;
+  const auto n = static_cast<std::int64_t>(count);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < (n + kChunk - 1) / kChunk; ++c) {
+    Rng rng{start + static_cast<std::uint64_t>(c * kChunk) * 0x9E3779B97F4A7C15ull};
+    const std::int64_t end = std::min(n, (c + 1) * kChunk);
+    for (std::int64_t i = c * kChunk; i < end; ++i) {
+      out[static_cast<std::size_t>(i)] = mxfp4::float_to_bf16(rng.uniform(-1.0f, 1.0f));
+    }
+  }
   return out;
 }
 

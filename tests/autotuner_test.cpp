@@ -395,24 +395,60 @@ TEST(Race, FinalistsAreEveryConfigWithinTheBandAndAtLeastTheMinimum) {
   EXPECT_EQ(out.stats.dropped, 15);
 }
 
-TEST(Race, RoundsAfterTheScreenAreInterleaved) {
+TEST(Race, TheScreenRunsConfigsInTurnAndLaterRoundsInterleave) {
   Recorder rec{valley};
   tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
-  // The screen: 20 batches of one config each; then the race and the final, round-robin.
-  ASSERT_GT(rec.batches.size(), 20u);
-  for (std::size_t i = 0; i < 20; ++i) {
-    for (const auto& c : rec.batches[i]) EXPECT_EQ(c, rec.batches[i][0]);
-  }
-  for (std::size_t i = 20; i < rec.batches.size(); ++i) {
-    const auto& b = rec.batches[i];
-    for (std::size_t j = 1; j < b.size(); ++j) {
+  // The screen: the first config alone (its time sizes the batches), then the others in few
+  // batches, each config's warmup and timed run together, in the op's order.
+  ASSERT_EQ(rec.batches[0], (std::vector<Config>{Config{{"B", 1}}, Config{{"B", 1}}}));
+  std::vector<Config> runs;
+  std::size_t b = 0;
+  while (runs.size() < 40) runs.insert(runs.end(), rec.batches[b].begin(), rec.batches[b].end()), ++b;
+  ASSERT_EQ(runs.size(), 40u);
+  EXPECT_LE(b, 3u);
+  for (std::size_t i = 0; i < 40; ++i) EXPECT_EQ(runs[i].get("B"), static_cast<std::int64_t>(i / 2 + 1)) << i;
+  // The race and the final: round-robin over their configs.
+  ASSERT_LT(b, rec.batches.size());
+  for (std::size_t i = b; i < rec.batches.size(); ++i) {
+    const auto& batch = rec.batches[i];
+    for (std::size_t j = 1; j < batch.size(); ++j) {
       // The same config twice in a row only once the others have had all their runs.
-      if (b[j] == b[j - 1]) {
-        for (std::size_t k = j; k < b.size(); ++k) EXPECT_EQ(b[k], b[j]) << "batch " << i;
+      if (batch[j] == batch[j - 1]) {
+        for (std::size_t k = j; k < batch.size(); ++k) EXPECT_EQ(batch[k], batch[j]) << "batch " << i;
         break;
       }
     }
   }
+}
+
+// A timer that names the failing run (as OpTiming does for a config's first runs): only that
+// config is recorded, the sticky error stops the sweep, the others' screen results are kept.
+TEST(Race, AFailureNamedByTheTimerIsRecordedAgainstItsConfigAlone) {
+  Recorder rec{valley};
+  const auto inner = rec.timer();
+  const tunebench::RunTimer naming = [&](const std::vector<Config>& runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].get("B") == 12) {
+        try {
+          throw tunebench::CudaError("cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
+        } catch (const std::exception& e) {
+          throw tunebench::BatchRunError(i, std::current_exception(), e.what());
+        }
+      }
+    }
+    return inner(runs);
+  };
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, naming, race_options());
+  EXPECT_FALSE(out.found());
+  EXPECT_NE(out.fatal_error.find("cudaErrorIllegalAddress"), std::string::npos);
+  int failed = 0;
+  for (const auto& m : out.results) {
+    if (m.status != Status::kOk) {
+      ++failed;
+      EXPECT_EQ(m.config, "B=12");
+    }
+  }
+  EXPECT_EQ(failed, 1);
 }
 
 // A clock that slows the GPU down as the sweep goes on (a power limit, say) favours whatever is

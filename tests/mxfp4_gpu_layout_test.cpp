@@ -273,3 +273,16 @@ TEST(Mxfp4GpuOps, DecodeBlockNTakesTwoOrFourTilesOnTheRegisterPath) {
     EXPECT_TRUE(dense.can_implement(c, big_k, dev)) << c.str();
   }
 }
+
+// Activations are made in parallel chunks, yet they are the values of one sequential generator:
+// every machine and thread count gets the same inputs as before the chunks.
+TEST(Inputs, RandomBf16IsOneSequentialGeneratorOnAnyNumberOfThreads) {
+  const std::size_t count = (3u << 20) + 12345;  // more than two chunks, the last one partial
+  for (const std::uint64_t seed : {0ull, 7ull}) {
+    const auto values = tunebench::bench::random_bf16(count, seed);
+    tunebench::bench::Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(values[i], tunebench::mxfp4::float_to_bf16(rng.uniform(-1.0f, 1.0f))) << "seed " << seed << " value " << i;
+    }
+  }
+}

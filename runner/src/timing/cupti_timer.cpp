@@ -146,6 +146,18 @@ GraphLaunch CuptiTimer::graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, st
   return g;
 }
 
+void CuptiTimer::discard() noexcept {
+  t_window = nullptr;
+  windows_.clear();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_records.clear();
+}
+
 WindowTimes CuptiTimer::collect() {
   t_window = nullptr;
   // Synchronize first: a forced flush of a kernel still running can deliver it with end = 0.

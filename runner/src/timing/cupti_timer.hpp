@@ -50,6 +50,10 @@ class CuptiTimer {
   /// (so a collect after warmup launches clears them away). Throws std::runtime_error if CUPTI
   /// dropped records (the times would be undercounted).
   WindowTimes collect();
+  /// Abandons the windows since the last collect (a batch that failed): closes the open one,
+  /// forgets them, and, when the device still synchronises, flushes their records away so none
+  /// is attributed to a later window. Never throws.
+  void discard() noexcept;
 
  private:
   std::vector<WindowIds> windows_;

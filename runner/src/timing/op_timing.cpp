@@ -149,51 +149,88 @@ void OpTiming::check_faults(const Config& config) const {
   while (text == faults_.hang_config) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
-std::chrono::nanoseconds OpTiming::time_run(const Config& config) { return time_runs({config}).at(0); }
+std::chrono::nanoseconds OpTiming::time_run(const Config& config) {
+  try {
+    return time_runs({config}).at(0);
+  } catch (const BatchRunError& e) {
+    std::rethrow_exception(e.cause);  // one run: what it threw, as it threw it
+  }
+}
 
 std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Config>& runs) {
-  for (const auto& c : runs) check_faults(c);
   std::vector<std::chrono::nanoseconds> out;
   out.reserve(runs.size());
-  if (cupti_) {
-    if (graph_) {
-      keep_graphs_of(runs);
-      for (const auto& c : runs) capture(c);
-    }
-    cupti_->reserve(runs.size());
-    for (const auto& c : runs) {
-      flush_l2();
-      cupti_->begin();
-      launch(c);
-      cupti_->end();
-    }
-    const WindowTimes t = cupti_->collect();
+  const auto announce = [&](std::size_t i) {
+    const std::string text = runs[i].str();
+    if (!ran_.count(text) && on_new_config_ && (i == 0 || !(runs[i - 1] == runs[i]))) on_new_config_(text);
+  };
+  if (graph_) {
+    // Every graph captured before the first window: a capture runs its config and collects.
+    keep_graphs_of(runs);
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (i >= t.kernels.size() || t.kernels[i] == 0) {
-        throw std::runtime_error("no kernel record for run " + std::to_string(i) + " of a batch of " +
-                                 std::to_string(runs.size()) + " (" + runs[i].str() + ")");
+      if (graphs_.count(runs[i].str()) && graphs_.at(runs[i].str())) continue;
+      try {
+        announce(i);
+        check_faults(runs[i]);
+        capture(runs[i]);
+        ran_.insert(runs[i].str());
+      } catch (const std::exception& e) {
+        throw BatchRunError(i, std::current_exception(), e.what());
       }
-      if (graph_ && t.kernels[i] != graphs_.at(runs[i].str())->ids[0].kernels) {
-        throw std::runtime_error("run " + std::to_string(i) + " of a batch: its graph launch ran " +
-                                 std::to_string(graphs_.at(runs[i].str())->ids[0].kernels) + " kernels but " +
-                                 std::to_string(t.kernels[i]) + " records were attributed to it");
-      }
-      out.emplace_back(t.ns[i]);
     }
-    return out;
   }
-  for (const auto& c : runs) {
-    if (event_) {
-      if (graph_) capture(c);
-      flush_l2();
-      event_->start();
-      launch(c);
-      out.push_back(event_->stop());
-    } else {
-      host_.start();
-      op_.run(*work_, c, nullptr);
-      out.push_back(host_.stop());
+  if (cupti_) cupti_->reserve(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Config& c = runs[i];
+    const std::string text = c.str();
+    const bool first = !ran_.count(text);
+    try {
+      announce(i);
+      check_faults(c);
+      if (cupti_) {
+        flush_l2();
+        cupti_->begin();
+        launch(c);
+        cupti_->end();
+      } else if (event_) {
+        flush_l2();
+        event_->start();
+        launch(c);
+        out.push_back(event_->stop());
+      } else {
+        host_.start();
+        op_.run(*work_, c, nullptr);
+        out.push_back(host_.stop());
+      }
+      if (first && (i + 1 == runs.size() || !(runs[i + 1] == c))) {
+        // The end of a new config's runs: whatever its kernels did wrong shows here, by name.
+        if (stream_) TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+        ran_.insert(text);
+      }
+    } catch (const std::exception& e) {
+      if (cupti_) cupti_->discard();
+      throw BatchRunError(i, std::current_exception(), e.what());
     }
+  }
+  if (!cupti_) return out;
+  WindowTimes t;
+  try {
+    t = cupti_->collect();
+  } catch (...) {
+    cupti_->discard();
+    throw;
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (i >= t.kernels.size() || t.kernels[i] == 0) {
+      throw std::runtime_error("no kernel record for run " + std::to_string(i) + " of a batch of " +
+                               std::to_string(runs.size()) + " (" + runs[i].str() + ")");
+    }
+    if (graph_ && t.kernels[i] != graphs_.at(runs[i].str())->ids[0].kernels) {
+      throw std::runtime_error("run " + std::to_string(i) + " of a batch: its graph launch ran " +
+                               std::to_string(graphs_.at(runs[i].str())->ids[0].kernels) + " kernels but " +
+                               std::to_string(t.kernels[i]) + " records were attributed to it");
+    }
+    out.emplace_back(t.ns[i]);
   }
   return out;
 }

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,8 +72,15 @@ class OpTiming {
   /// for the whole batch, each run's kernels attributed to it by correlation id (or graph), the
   /// L2 flush (cold_l2) between runs and outside their windows; each run goes through the op's
   /// run(), so weight-bound ops still rotate their weights and every run is cold. "event" mode
-  /// and host ops time run by run. Throws as time_run; a batch that throws yields no times.
+  /// and host ops time run by run. The device is synchronised after the runs of a config this
+  /// object never ran before (its first runs are where a config that does not work fails), so
+  /// what a run throws, or an error its kernels leave, is thrown as BatchRunError naming the run;
+  /// an error found only at the collection (no kernel record) is thrown as itself. A batch that
+  /// throws yields no times.
   std::vector<std::chrono::nanoseconds> time_runs(const std::vector<Config>& runs);
+  /// Called with a config's text before the first run of a config this object never ran (the
+  /// sweep's watchdog names the config a hang is in); may be empty.
+  void on_new_config(std::function<void(const std::string& config)> callback) { on_new_config_ = std::move(callback); }
   /// time_runs as a RunTimer bound to this object.
   RunTimer run_timer();
 
@@ -111,6 +120,8 @@ class OpTiming {
   DeviceBuffer l2_flush_;
   unsigned flushes_ = 0;
   std::map<std::string, std::unique_ptr<Graphs>> graphs_;  // by Config::str()
+  std::set<std::string> ran_;  // configs whose first runs synchronised clean
+  std::function<void(const std::string&)> on_new_config_;
 };
 
 }  // namespace tunebench

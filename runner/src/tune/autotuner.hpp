@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -34,12 +35,13 @@ struct TuneOptions {
   /// op's config order (options.space first, then the expanded space), whatever order they are
   /// given in: the tie rule's "earliest" is the op's order.
   std::vector<Config> only;
-  /// Finalists (finalists_of): every ok config whose p50 is within this fraction of the
-  /// fastest's, and at least min_finalists of the fastest.
-  double finalist_band = 0.03;
+  /// Finalists (finalists_of): every ok config whose p20 is within this fraction of the
+  /// fastest's p80, and at least min_finalists of the fastest.
+  double finalist_band = 0.02;
   int min_finalists = 3;
-  /// The race (RaceSweep): after one screening run per config, a config whose fastest run
-  /// (warmup included) exceeds screen_drop x the fastest config's is dropped; the rest get
+  /// The race (RaceSweep): after one screening run per config (and a warmup while the key's
+  /// runs are short), a config whose fastest run exceeds screen_drop x the fastest config's is
+  /// dropped; the rest get
   /// race_runs more runs, interleaved, and a config whose p20 exceeds race_drop x the best's
   /// p80 is dropped too. Bounds from the in-process noise measured on an H200 (docs/perf-sweep.md).
   double screen_drop = 1.5;
@@ -92,8 +94,19 @@ class StickyCudaError : public std::runtime_error {
 /// not per run. Throws on failure; a batch that throws yields no times.
 using RunTimer = std::function<std::vector<std::chrono::nanoseconds>(const std::vector<Config>& runs)>;
 
+/// Thrown by a RunTimer when run `run` of a batch failed, with what that run threw as `cause`
+/// (a CompileError, a CudaError, ...), so a strategy knows which config it was. A failure found
+/// only when the batch's kernel records are collected names no run: it is thrown as itself.
+class BatchRunError : public std::runtime_error {
+ public:
+  BatchRunError(std::size_t run_index, std::exception_ptr what_it_threw, const std::string& message)
+      : std::runtime_error(message), run(run_index), cause(std::move(what_it_threw)) {}
+  std::size_t run;
+  std::exception_ptr cause;
+};
+
 /// A RunTimer that times each run of a batch with `one`, one after the other (timers without a
-/// batched form: tests, host clocks).
+/// batched form: tests, host clocks); what run i throws is thrown as BatchRunError(i).
 RunTimer run_by_run(std::function<std::chrono::nanoseconds(const Config& config)> one);
 
 /// `configs` in the op's config order: their positions in op.config_space(space), then those of

@@ -217,6 +217,9 @@ TimingFaults timing_faults(const RunContext& context) {
 Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options,
                     SweepStats* stats) {
   OpTiming timing(*family.op, family.shape, context.seed, timing_options(context), timing_faults(context));
+  const TuneOptions& tune = options ? *options : context.tune;
+  // The first runs of each config are where one hangs: the watchdog is told which config it is.
+  if (tune.on_progress) timing.on_new_config([&tune](const std::string& config) { tune.on_progress(config, false); });
   return choose_config(family, context, timing.run_timer(), options, stats).first;
 }
 

@@ -43,10 +43,35 @@ std::vector<std::chrono::nanoseconds> run_batch(const RunTimer& time_run, const 
   return times;
 }
 
-void record_failure(Measurement& m, const std::exception& e) {
-  m.status = dynamic_cast<const CompileError*>(&e) ? Status::kCompileFailed : Status::kLaunchFailed;
-  m.error = flat(e.what());
+std::exception_ptr root_cause(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const BatchRunError& b) {
+    return b.cause ? root_cause(b.cause) : e;
+  } catch (...) {
+    return e;
+  }
+}
+
+bool record_failure(Measurement& m, std::exception_ptr e) {
   m.p20_ns = m.p50_ns = m.p80_ns = std::nullopt;
+  try {
+    std::rethrow_exception(root_cause(e));
+  } catch (const CompileError& x) {
+    m.status = Status::kCompileFailed;
+    m.error = flat(x.what());
+  } catch (const CudaError& x) {
+    m.status = Status::kLaunchFailed;
+    m.error = flat(x.what());
+    return x.sticky();
+  } catch (const std::exception& x) {
+    m.status = Status::kLaunchFailed;
+    m.error = flat(x.what());
+  } catch (...) {
+    m.status = Status::kLaunchFailed;
+    m.error = "unknown exception";
+  }
+  return false;
 }
 
 void set_quantiles(Measurement& m, const std::vector<std::int64_t>& samples) {
@@ -96,11 +121,9 @@ Measurement time_config(const Config& config, const RunTimer& time_run, const Tu
       }
     }
     set_quantiles(m, samples);
-  } catch (const CudaError& e) {
-    record_failure(m, e);
-    if (e.sticky()) throw;
-  } catch (const std::exception& e) {
-    record_failure(m, e);
+  } catch (...) {
+    const auto cause = root_cause(std::current_exception());
+    if (record_failure(m, cause)) std::rethrow_exception(cause);  // sticky: the sweep ends
   }
   return m;
 }
@@ -134,9 +157,12 @@ std::vector<Config> finalists_of(const std::vector<Config>& order, const std::ve
   }
   std::stable_sort(ok.begin(), ok.end(), [&](auto a, auto b) { return *results[a].p50_ns < *results[b].p50_ns; });
   std::vector<bool> chosen(order.size(), false);
+  if (ok.empty()) return {};
+  const auto& best = results[ok[0]];
+  const double limit = static_cast<double>(best.p80_ns.value_or(*best.p50_ns)) * (1.0 + options.finalist_band);
   for (std::size_t r = 0; r < ok.size(); ++r) {
-    const double limit = static_cast<double>(*results[ok[0]].p50_ns) * (1.0 + options.finalist_band);
-    if (static_cast<int>(r) < options.min_finalists || static_cast<double>(*results[ok[r]].p50_ns) <= limit) {
+    const auto& m = results[ok[r]];
+    if (static_cast<int>(r) < options.min_finalists || static_cast<double>(m.p20_ns.value_or(*m.p50_ns)) <= limit) {
       chosen[ok[r]] = true;
     }
   }

@@ -24,6 +24,7 @@ struct Entry {
   Measurement m;
   std::vector<std::int64_t> samples;  // timed runs (not warmups) of the current round(s)
   std::int64_t screen_ns = 0;         // fastest run of the screen, warmups included
+  std::int64_t screen_total = 0;      // the screen's runs together, for the per-config timeout
   bool alive = false;                 // still racing
   bool timed = false;                 // it ran (or failed) at least once
   bool ok() const { return m.status == Status::kOk; }
@@ -40,45 +41,69 @@ std::string flat(std::string s) {
   return s;
 }
 
-void mark_failed(Entry& e, const std::exception& x) {
-  record_failure(e.m, x);
+// A config's warmup run is kept in the screen only while the key's runs are short: a first run
+// of a long kernel differs from the next by far less than the screen's bound, and costs as much.
+constexpr std::int64_t kWarmupNs = 200'000;
+
+void mark_failed(Entry& e, std::exception_ptr x, bool* sticky = nullptr) {
+  const bool s = record_failure(e.m, x);
+  if (sticky) *sticky = s;
   e.alive = false;
   e.samples.clear();
 }
 
-// Times one batch of runs; on a sticky CudaError every config in it is recorded launch_failed
-// and Sticky thrown; another failure is found by timing each config of the batch alone, and
-// recorded against those that fail (all of them if none fails alone). Returns false when the
-// batch failed (nothing of it counts).
-bool interleaved_batch(std::vector<Entry*>& batch_of, const std::vector<Config>& runs, const RunTimer& time_run,
-                       SweepStats& stats, std::vector<std::chrono::nanoseconds>& times) {
+std::string what_of(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(root_cause(e));
+  } catch (const std::exception& x) {
+    return flat(x.what());
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+// Times one batch (`owner[i]` is the entry of run i). A run that fails is recorded against its
+// config, which leaves the round; a sticky CUDA error then throws Sticky. A failure no run is
+// named for is found by one run of each config alone; a sticky one (found at the collection)
+// is recorded against every config of the batch. Returns false when the batch failed (nothing
+// of it counts: the caller runs it again without the configs that left).
+bool run_chunk(const std::vector<Config>& runs, const std::vector<Entry*>& owner, const RunTimer& time_run,
+               SweepStats& stats, std::vector<std::chrono::nanoseconds>& times) {
+  std::vector<Entry*> members;
+  for (auto* e : owner) {
+    if (std::find(members.begin(), members.end(), e) == members.end()) members.push_back(e);
+  }
   try {
     times = run_batch(time_run, runs, &stats);
     return true;
-  } catch (const CudaError& x) {
-    if (!x.sticky()) throw;
-    for (auto* e : batch_of) mark_failed(*e, x);
-    throw Sticky{flat(x.what())};
-  } catch (const std::exception& x) {
-    bool any = false;
-    for (auto* e : batch_of) {
-      if (!e->alive) continue;
-      try {
-        run_batch(time_run, {e->config}, &stats);
-      } catch (const CudaError& y) {
-        mark_failed(*e, y);
-        if (y.sticky()) throw Sticky{flat(y.what())};
-        any = true;
-      } catch (const std::exception& y) {
-        mark_failed(*e, y);
-        any = true;
-      }
-    }
-    if (!any) {
-      for (auto* e : batch_of) mark_failed(*e, x);
-    }
+  } catch (const BatchRunError& b) {
+    bool sticky = false;
+    mark_failed(*owner.at(b.run), std::current_exception(), &sticky);
+    if (sticky) throw Sticky{what_of(std::current_exception())};
     return false;
+  } catch (const CudaError& x) {
+    if (x.sticky()) {
+      for (auto* e : members) mark_failed(*e, std::current_exception());
+      throw Sticky{flat(x.what())};
+    }
+  } catch (const std::exception&) {
   }
+  bool any = false;
+  for (auto* e : members) {
+    if (!e->alive) continue;
+    try {
+      run_batch(time_run, {e->config}, &stats);
+    } catch (...) {
+      bool sticky = false;
+      mark_failed(*e, std::current_exception(), &sticky);
+      if (sticky) throw Sticky{what_of(std::current_exception())};
+      any = true;
+    }
+  }
+  if (!any) {
+    for (auto* e : members) mark_failed(*e, std::make_exception_ptr(std::runtime_error("a batch with it failed")));
+  }
+  return false;
 }
 
 // `runs[i]` timed runs of es[i], round-robin (one run of each per pass), appended to their
@@ -89,7 +114,6 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
   while (pass < passes) {
     std::vector<Config> batch;
     std::vector<Entry*> owner;
-    std::vector<Entry*> members;
     std::int64_t estimated = 0;
     const int first = pass;
     while (pass < passes && (pass == first || estimated < kBatchNs)) {
@@ -98,19 +122,18 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
         batch.push_back(es[i]->config);
         owner.push_back(es[i]);
         estimated += es[i]->estimate();
-        if (std::find(members.begin(), members.end(), es[i]) == members.end()) members.push_back(es[i]);
       }
       ++pass;
     }
     if (batch.empty()) continue;
     std::vector<std::chrono::nanoseconds> times;
-    if (!interleaved_batch(members, batch, time_run, stats, times)) {
+    if (!run_chunk(batch, owner, time_run, stats, times)) {
       pass = first;  // the failing configs have left the round: again without them
       continue;
     }
     for (std::size_t j = 0; j < times.size(); ++j) {
       if (times[j].count() <= 0) {
-        mark_failed(*owner[j], std::runtime_error("timer reported a zero time"));
+        mark_failed(*owner[j], std::make_exception_ptr(std::runtime_error("timer reported a zero time")));
         continue;
       }
       if (owner[j]->alive) owner[j]->samples.push_back(times[j].count());
@@ -121,32 +144,58 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
   }
 }
 
-// The screen: options.warmup + 1 runs of each config, one config at a time (a config that hangs
-// or times out is caught here, where it runs alone).
+// The screen: options.warmup + 1 runs of each config (the warmup left out once the key's runs
+// are long, kWarmupNs), configs one after the other, in batches of several configs up to
+// kBatchNs; a config whose runs exceed the per-config timeout is recorded timeout.
 void screen(std::vector<Entry>& es, const RunTimer& time_run, const TuneOptions& o, SweepStats& stats) {
-  using clock = std::chrono::steady_clock;
-  for (auto& e : es) {
-    if (o.on_progress) o.on_progress(e.m.config, false);
-    e.timed = true;
-    const auto started = clock::now();
-    try {
-      const auto t = run_batch(time_run, std::vector<Config>(static_cast<std::size_t>(std::max(0, o.warmup)) + 1, e.config), &stats);
-      if (clock::now() - started > o.timeout_per_config) {
+  std::int64_t fastest = 0;
+  std::size_t next = 0;
+  while (next < es.size()) {
+    std::vector<Config> batch;
+    std::vector<Entry*> owner;
+    std::int64_t estimated = 0;
+    const std::size_t begin = next;
+    // The first config of a key alone: its time sizes the batches after it.
+    while (next < es.size() && (next == begin || (fastest > 0 && estimated < kBatchNs))) {
+      Entry& e = es[next++];
+      if (!e.ok() && e.timed) continue;
+      e.timed = true;
+      const int warm = fastest > 0 && fastest >= kWarmupNs ? 0 : std::max(0, o.warmup);
+      for (int r = 0; r <= warm; ++r) {
+        batch.push_back(e.config);
+        owner.push_back(&e);
+      }
+      estimated += (warm + 1) * std::max<std::int64_t>(fastest, 1);
+    }
+    if (batch.empty()) continue;
+    if (o.on_progress) {
+      o.on_progress(owner.front() == owner.back() ? owner.front()->m.config
+                                                  : "screen of " + std::to_string(next - begin) + " configs",
+                    false);
+    }
+    std::vector<std::chrono::nanoseconds> times;
+    if (!run_chunk(batch, owner, time_run, stats, times)) {
+      next = begin;  // again, without the config that failed (it is no longer ok)
+      continue;
+    }
+    for (std::size_t j = 0; j < times.size(); ++j) {
+      Entry& e = *owner[j];
+      const std::int64_t t = times[j].count();
+      const bool last = j + 1 == times.size() || owner[j + 1] != &e;
+      e.screen_ns = e.screen_ns ? std::min(e.screen_ns, t) : t;
+      e.screen_total += t;
+      if (!last) continue;
+      if (e.screen_ns <= 0) {
+        mark_failed(e, std::make_exception_ptr(std::runtime_error("timer reported a zero time")));
+      } else if (std::chrono::nanoseconds(e.screen_total) > o.timeout_per_config) {
         e.m.status = Status::kTimeout;
         e.m.error = "warmup exceeded the per-config timeout";
-        continue;
+      } else {
+        e.samples = {t};
+        e.alive = true;
+        set_quantiles(e.m, e.samples);
+        fastest = fastest ? std::min(fastest, e.screen_ns) : e.screen_ns;
       }
-      const auto fastest = std::min_element(t.begin(), t.end())->count();
-      if (fastest <= 0) throw std::runtime_error("timer reported a zero time");
-      e.screen_ns = fastest;
-      e.samples = {t.back().count()};
-      e.alive = true;
-      set_quantiles(e.m, e.samples);
-    } catch (const CudaError& x) {
-      mark_failed(e, x);
-      if (x.sticky()) throw Sticky{flat(x.what())};
-    } catch (const std::exception& x) {
-      mark_failed(e, x);
     }
   }
 }
@@ -200,7 +249,7 @@ void conclude(std::vector<Entry>& es, const std::vector<Entry*>& finals, const T
 std::vector<Entry> entries_of(const std::vector<Config>& order, const std::string& device_uuid) {
   std::vector<Entry> es;
   for (const auto& c : order) {
-    Entry e{c, {}, {}, 0, false, false};
+    Entry e{c, {}, {}, 0, 0, false, false};
     e.m.config = c.str();
     e.m.device_uuid = device_uuid;
     es.push_back(std::move(e));
@@ -269,7 +318,7 @@ void FinalRound::sweep(const std::vector<Config>& order, const RunTimer& time_ru
   try {
     final_round(finals, true, time_run, o, out.stats);
     for (auto* e : finals) {
-      if (e->alive && e->samples.empty()) mark_failed(*e, std::runtime_error("no timed run"));
+      if (e->alive && e->samples.empty()) mark_failed(*e, std::make_exception_ptr(std::runtime_error("no timed run")));
     }
     conclude(es, finals, o, out);
   } catch (const Sticky& s) {

@@ -93,9 +93,9 @@ std::optional<std::size_t> winner_index(const std::vector<cache::Measurement>& r
 /// no result is ok.
 void pick_winner(const std::vector<Config>& order, const TuneOptions& options, TuneOutcome& out);
 
-/// The finalists among `results` (parallel to `order`): every ok config whose p50 is within
-/// options.finalist_band of the fastest, and at least options.min_finalists of the fastest (fewer
-/// when fewer are ok); in `order`'s order.
+/// The finalists among `results` (parallel to `order`): every ok config whose p20 is within
+/// options.finalist_band of the p80 of the fastest (by p50), so a noisier key has more, and at
+/// least options.min_finalists of the fastest (fewer when fewer are ok); in `order`'s order.
 std::vector<Config> finalists_of(const std::vector<Config>& order, const std::vector<cache::Measurement>& results,
                                  const TuneOptions& options);
 
@@ -104,9 +104,13 @@ std::vector<Config> finalists_of(const std::vector<Config>& order, const std::ve
 std::vector<std::chrono::nanoseconds> run_batch(const RunTimer& time_run, const std::vector<Config>& runs,
                                                 SweepStats* stats);
 
-/// Sets `m`'s status and one-line error from what a run threw: compile_failed for a CompileError,
-/// else launch_failed.
-void record_failure(cache::Measurement& m, const std::exception& e);
+/// What `e` is about: the cause a BatchRunError carries (recursively), else `e` itself.
+std::exception_ptr root_cause(std::exception_ptr e);
+
+/// Sets `m`'s status and one-line error from what a run threw (`e`, unwrapped by root_cause):
+/// compile_failed for a CompileError, else launch_failed. Returns whether it was a sticky
+/// CudaError (nothing more can run in this process).
+bool record_failure(cache::Measurement& m, std::exception_ptr e);
 
 /// Sets `m` ok with the p20/p50/p80 (nearest rank) of `samples` (not empty, ns).
 void set_quantiles(cache::Measurement& m, const std::vector<std::int64_t>& samples);
