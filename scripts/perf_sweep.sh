@@ -8,7 +8,8 @@
 # and its per-key records (sweep.jsonl in the run directory) give the busy fraction per key
 # class (op x decode/prefill). Winner quality: perf_sweep re-times both winners of every key in
 # one process and prints the share of keys whose race winner is within 1% (and 2%) of full's.
-# With EXHAUSTIVE_FILTER (e.g. '^mxfp4_(gemm|moe)/dsv4f_decode'), the same under USE_FLAGTUNE=1.
+# With EXHAUSTIVE_FILTER (e.g. '^mxfp4_(gemm|moe)/dsv4f_decode'), the same under USE_FLAGTUNE=1
+# (FILTER "-" runs that part alone).
 # BUILD=DIR names the build folder (default build/); OUT=DIR keeps the runs there (default: a
 # temporary folder, removed at the end); SHAPES=PATH another shape file or folder.
 set -euo pipefail
@@ -78,13 +79,15 @@ PY
 }
 
 echo "perf_sweep: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'), filter $filter"
-sweep full full "$filter"
-sweep race race "$filter"
-figures full race
-echo
-"$perf" "$work/full.sqlite" "$work/race.sqlite" "${shapes[@]}" --benchmark_filter="$filter" >"$work/quality.txt" \
-  || { echo "perf_sweep: perf_sweep failed: $(tail -3 "$work/quality.txt")" >&2; exit 1; }
-echo "A = full, B = race: $(tail -1 "$work/quality.txt")"
+if [ "$filter" != - ]; then
+  sweep full full "$filter"
+  sweep race race "$filter"
+  figures full race
+  echo
+  "$perf" "$work/full.sqlite" "$work/race.sqlite" "${shapes[@]}" --benchmark_filter="$filter" >"$work/quality.txt" \
+    || { echo "perf_sweep: perf_sweep failed: $(tail -3 "$work/quality.txt")" >&2; exit 1; }
+  echo "A = full, B = race: $(tail -1 "$work/quality.txt")"
+fi
 if [ -n "$exhaustive" ]; then
   echo
   echo "USE_FLAGTUNE=1, filter $exhaustive"
