@@ -3,6 +3,7 @@
 #include "tunebench/op_switch.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -661,13 +662,18 @@ Routing make_routing(const Shape& s, bool pair_input, std::uint64_t seed) {
   const std::int64_t pairs = s.m * s.top_k;
   std::vector<int> expert_of(static_cast<std::size_t>(pairs));
   std::vector<int> perm(static_cast<std::size_t>(s.experts));
+  for (std::int64_t e = 0; e < s.experts; ++e) perm[e] = static_cast<int>(e);
+  std::vector<std::int64_t> picks(static_cast<std::size_t>(s.top_k));
   for (std::int64_t i = 0; i < s.m; ++i) {
-    for (std::int64_t e = 0; e < s.experts; ++e) perm[e] = static_cast<int>(e);
     for (std::int64_t j = 0; j < s.top_k; ++j) {  // partial Fisher-Yates: distinct experts
       const auto pick = j + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(s.experts - j)));
       std::swap(perm[j], perm[pick]);
+      picks[j] = pick;
       expert_of[i * s.top_k + j] = perm[j];
     }
+    // Back to the identity by undoing the swaps, latest first: top_k steps instead of `experts`
+    // (prefill routes 16384 tokens over 256 experts), the same permutations as a fresh one.
+    for (std::int64_t j = s.top_k - 1; j >= 0; --j) std::swap(perm[j], perm[picks[j]]);
   }
   Routing r;
   r.expert_count.assign(static_cast<std::size_t>(s.experts), 0);
@@ -724,7 +730,23 @@ std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t 
   w->y = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 2);
   w->yacc = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 4);
   TUNEBENCH_CUDA_CHECK(cudaMemset(w->yacc.get(), 0, w->yacc.bytes()));
-  for (int i = 0; i < kRoutings; ++i) w->routings.push_back(make_routing(shape, w->pair_input, seed + 1000 + i));
+  // Independent generators: made side by side, the same routings as one after the other.
+  w->routings.resize(kRoutings);
+  int device = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  std::vector<std::exception_ptr> failed(kRoutings);
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < kRoutings; ++i) {
+    try {
+      TUNEBENCH_CUDA_CHECK(cudaSetDevice(device));  // a new thread starts on device 0
+      w->routings[i] = make_routing(shape, w->pair_input, seed + 1000 + i);
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  }
+  for (const auto& f : failed) {
+    if (f) std::rethrow_exception(f);
+  }
   return w;
 }
 

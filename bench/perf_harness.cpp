@@ -203,6 +203,43 @@ int sweep_harness(int runs, const DeviceInfo& device) {
     std::printf("%-28s %12.2f %16.2f %16.2f %16.2f %16.2f\n", k.name.c_str(), batch_kernel_us, single_wall_us,
                 single_wall_us - single_kernel_us, batch_wall_us, batch_wall_us - batch_kernel_us);
   }
+  // The screen's fixed cost per config: a warmup and a timed run of every decode config of a key
+  // in one batch, the first runs of each config synchronised (as for a config the process never
+  // ran), with and without a watchdog record per config, against the same batch once all ran.
+  const Shape decode = gemm_shape(8, 4096, 4096);
+  std::vector<Config> screen;
+  for (const auto& c : mxfp4.config_space(SpaceKind::kDefault)) {
+    if (mxfp4.can_implement(c, decode, device)) screen.insert(screen.end(), {c, c});
+  }
+  const auto wall_per_config_us = [&](OpTiming& timing) {
+    const auto t0 = clock_type::now();
+    const auto times = timing.time_runs(screen);
+    double kernel_us = 0;
+    for (const auto& t : times) kernel_us += static_cast<double>(t.count()) * 1e-3;
+    const double wall_us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+    return std::make_pair(wall_us * 2 / static_cast<double>(screen.size()), kernel_us * 2 / static_cast<double>(screen.size()));
+  };
+  {
+    OpTiming load(mxfp4, decode, 1, {TimingMode::kKernel, false});
+    wall_per_config_us(load);  // modules loaded, outside the figures
+  }
+  OpTiming fresh(mxfp4, decode, 1, {TimingMode::kKernel, false});
+  const auto synced = wall_per_config_us(fresh);
+  OpTiming recorded(mxfp4, decode, 1, {TimingMode::kKernel, false});
+  std::FILE* log = std::tmpfile();
+  recorded.on_new_config([log](const std::string& config) {
+    std::fprintf(log, "{\"record\": \"timing\", \"config\": \"%s\"}\n", config.c_str());
+    std::fflush(log);
+  });
+  const auto with_records = wall_per_config_us(recorded);
+  const auto ran = wall_per_config_us(recorded);
+  std::fclose(log);
+  std::printf("\nThe screen of %zu mxfp4_gemm decode configs (M=8 N=K=4096; a warmup and a timed run each, one batch):\n",
+              screen.size() / 2);
+  std::printf("%-52s %16s %16s\n", "", "wall us/config", "kernel us/config");
+  std::printf("%-52s %16.2f %16.2f\n", "new configs (first runs synchronised)", synced.first, synced.second);
+  std::printf("%-52s %16.2f %16.2f\n", "new configs, and a watchdog record each", with_records.first, with_records.second);
+  std::printf("%-52s %16.2f %16.2f\n", "configs that ran (no synchronisation)", ran.first, ran.second);
   return 0;
 }
 
