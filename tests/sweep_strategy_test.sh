@@ -43,6 +43,11 @@ OUT=$work/perf SHAPES=$tiny BUILD=$build "$here/../scripts/perf_sweep.sh" '^cpu_
   || fail "perf_sweep.sh: $(cat "$work/perf.txt")"
 grep -Eq '^A = full, B = race: winner quality: 4 keys' "$work/perf.txt" || fail "no winner quality: $(cat "$work/perf.txt")"
 grep -Eq '^A = full, B = race \(USE_FLAGTUNE=1\): winner quality: 4 keys' "$work/perf.txt" || fail "no exhaustive line"
-runs() { awk -v n="$1" '$1 == n && $NF ~ /^[0-9]+$/ { print $(NF-1); exit }' "$work/perf.txt"; }
-[ "$(runs race-flagtune)" -lt "$(runs full-flagtune)" ] || fail "the race timed no fewer runs: $(cat "$work/perf.txt")"
+# Structure, not speed (the CPU op's times on a loaded machine say nothing of the race's worth:
+# tests/autotuner_test.cpp checks the race on exact timers): a row per run, full drops nothing.
+dropped() { awk -v n="$1" '$1 == n && $NF ~ /^[0-9]+$/ { print $NF; exit }' "$work/perf.txt"; }
+for r in full race full-flagtune race-flagtune; do
+  [[ "$(dropped "$r")" =~ ^[0-9]+$ ]] || fail "no row for $r: $(cat "$work/perf.txt")"
+done
+[ "$(dropped full)" = 0 ] && [ "$(dropped full-flagtune)" = 0 ] || fail "full dropped configs: $(cat "$work/perf.txt")"
 echo "sweep strategies: ok"
