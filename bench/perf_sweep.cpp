@@ -6,7 +6,11 @@
 // Nothing is stored in either cache.
 //
 // usage: perf_sweep CACHE_A CACHE_B [--tunebench_shapes=PATH] [--benchmark_filter=REGEX]
-//   (USE_FLAGTUNE and TUNEBENCH_TIMING as bench reads them, so the keys match bench's)
+//   (filter default ^mxfp4_; USE_FLAGTUNE and TUNEBENCH_TIMING as bench reads them, so the keys
+//   match bench's). Exit status: 0 compared, 1 no key has a best config in both caches, 2 bad
+//   usage or input.
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/one_line.hpp"
 #include "ops.hpp"
 #include "plan/filter.hpp"
 #include "plan/selection.hpp"
@@ -27,10 +32,23 @@ namespace {
 
 using namespace tunebench;
 
+constexpr const char* kUsage =
+    "usage: perf_sweep CACHE_A CACHE_B [--tunebench_shapes=PATH] [--benchmark_filter=REGEX (default ^mxfp4_)]";
+
 struct Pair {
   std::string name, a, b;
   double a_ns = 0, b_ns = 0;
 };
+
+// A cache file given to compare: an existing, non-empty regular file (SQLite would make an empty
+// or missing one a fresh cache, and this tool stores nothing in the caches it reads).
+void check_cache_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw std::invalid_argument(path + ": no such file, expected a config cache");
+  if (!std::filesystem::is_regular_file(status)) throw std::invalid_argument(path + ": not a file, expected a config cache");
+  if (std::filesystem::file_size(path, ec) == 0) throw std::invalid_argument(path + ": empty, expected a config cache");
+}
 
 // Both winners timed in one interleaved final round; 0 for one that did not run.
 Pair retime(const Family& f, const RunContext& context, const std::string& a, const std::string& b) {
@@ -56,29 +74,38 @@ int run(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   std::vector<std::string> caches;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--benchmark_filter=", 19) == 0) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage << "\n";
+      return 0;
+    } else if (std::strncmp(argv[i], "--benchmark_filter=", 19) == 0) {
       filter_text = argv[i] + 19;
-    } else if (std::strncmp(argv[i], "--", 2) == 0) {
-      rest.push_back(argv[i]);
+    } else if (std::strncmp(argv[i], "--tunebench_", 12) == 0) {
+      rest.push_back(argv[i]);  // parse_settings names an unknown one
+    } else if (argv[i][0] == '-') {
+      std::cerr << "perf_sweep: unknown flag '" << escape_controls(argv[i]) << "'; " << kUsage << "\n";
+      return 2;
     } else {
       caches.push_back(argv[i]);
     }
   }
   if (caches.size() != 2) {
-    std::cerr << "usage: perf_sweep CACHE_A CACHE_B [--tunebench_shapes=PATH] [--benchmark_filter=REGEX]\n";
+    std::cerr << kUsage << "\n";
     return 2;
   }
-  for (const auto& c : caches) {
-    if (!std::filesystem::is_regular_file(c)) {
-      std::cerr << "perf_sweep: " << c << ": no such cache file\n";
-      return 2;
-    }
-  }
+  for (const auto& c : caches) check_cache_file(c);
   int n = static_cast<int>(rest.size());
   Settings settings = parse_settings(&n, rest.data(), TUNEBENCH_SOURCE_SHAPES);
-  const std::filesystem::path scratch = std::filesystem::temp_directory_path() / "tunebench-perf-sweep.sqlite";
-  std::filesystem::remove(scratch);
-  settings.cache = scratch;  // the re-timing stores nothing in A or B
+  // The re-timing stores nothing in A or B: the context's cache is a scratch file of this process.
+  std::string scratch_dir = (std::filesystem::temp_directory_path() / "tunebench-perf-sweep-XXXXXX").string();
+  if (!mkdtemp(scratch_dir.data())) throw std::runtime_error("cannot create a scratch folder " + scratch_dir);
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch_dir};
+  settings.cache = std::filesystem::path(scratch_dir) / "scratch.sqlite";
   const OpList ops = bench::builtin_ops();
   const auto families = plan_families(ops, settings);
   const BenchmarkFilter filter(filter_text);
@@ -95,10 +122,17 @@ int run(int argc, char** argv) {
     if (std::any_of(pairs.begin(), pairs.end(), [&](const Pair& p) { return p.name == f.name; })) continue;
     const Pair p = retime(f, *context, best_a->config, best_b->config);
     pairs.push_back(p);
-    std::printf("%-72s %10.0f %10.0f %8.4f%s\n", f.name.c_str(), p.a_ns, p.b_ns, p.a_ns > 0 ? p.b_ns / p.a_ns : 0.0,
-                p.a == p.b ? "  (same config)" : "");
+    if (p.a == p.b) {
+      std::printf("%-72s %10s %10s %8s  (same config)\n", f.name.c_str(), "-", "-", "1");
+    } else {
+      std::printf("%-72s %10.0f %10.0f %8.4f\n", f.name.c_str(), p.a_ns, p.b_ns, p.a_ns > 0 ? p.b_ns / p.a_ns : 0.0);
+    }
   }
-  std::filesystem::remove(scratch);
+  if (pairs.empty()) {
+    std::cerr << "perf_sweep: no benchmark that --benchmark_filter='" << escape_controls(filter_text)
+              << "' selects has a best config in both caches\n";
+    return 1;
+  }
   int within1 = 0, within2 = 0, same = 0;
   double worst = 0;
   for (const auto& p : pairs) {
@@ -112,7 +146,7 @@ int run(int argc, char** argv) {
   std::printf("winner quality: %zu keys, %d same config, B within 1%% of A on %d (%.1f%%), within 2%% on %d (%.1f%%), "
               "worst B/A %.4f\n",
               pairs.size(), same, within1, 100.0 * within1 / keys, within2, 100.0 * within2 / keys, worst);
-  return pairs.empty() ? 1 : 0;
+  return 0;
 }
 
 }  // namespace
@@ -121,7 +155,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "perf_sweep: " << e.what() << "\n";
+    std::cerr << "perf_sweep: " << escape_controls(e.what()) << "\n";
     return 2;
   }
 }

@@ -22,7 +22,7 @@ build=${BUILD:-$here/build}
 bench=$build/bench/bench
 perf=$build/bench/perf_sweep
 for b in "$bench" "$perf"; do
-  [ -x "$b" ] || { echo "perf_sweep: no $b (build first: scripts/build.sh)" >&2; exit 2; }
+  [ -x "$b" ] || { echo "perf_sweep: no $b (build first: scripts/build.sh; BUILD=DIR names another build folder)" >&2; exit 2; }
 done
 filter=${1:-^mxfp4_}
 exhaustive=${2:-}
@@ -35,7 +35,7 @@ else
 fi
 shapes=()
 [ -z "${SHAPES:-}" ] || shapes=(--tunebench_shapes="$SHAPES")
-unset PARALLEL_WARMUP_GPUS TUNEBENCH_SWEEP TUNEBENCH_CACHE REPLAY_FROM
+unset PARALLEL_WARMUP_GPUS TUNEBENCH_SWEEP TUNEBENCH_CACHE REPLAY_FROM USE_FLAGTUNE
 export TUNEBENCH_RUNS=$work/runs
 
 sweep() {  # sweep NAME STRATEGY FILTER [ENV...]: one bench run from a fresh cache
@@ -56,6 +56,9 @@ print(f"{'run':<14} {'sweep s':>8} {'compile s':>9} {'worker s':>8} {'kernel s':
 classes = {}
 for name in names:
     ctx = json.load(open(os.path.join(work, name + ".json")))["context"]
+    if "tunebench_sweep_seconds" not in ctx:
+        sys.exit(f"perf_sweep: the {name} run swept nothing (every selected key was answered, or none runs "
+                 "on this machine): choose a filter whose benchmarks can run here")
     g = lambda k: float(ctx.get(k, "nan"))
     print(f"{name:<14} {g('tunebench_sweep_seconds'):8.1f} {g('tunebench_sweep_compile_seconds'):9.1f} "
           f"{g('tunebench_sweep_worker_seconds'):8.1f} {g('tunebench_sweep_kernel_seconds'):8.1f} "

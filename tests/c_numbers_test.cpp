@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/c_numbers.hpp"
+#include "common/one_line.hpp"
 
 namespace {
 
@@ -74,4 +75,17 @@ TEST_F(CNumbersTest, FormatCAndUseCNumbersIgnoreACommaCLocale) {
   tunebench::use_c_numbers();
   std::snprintf(buf, sizeof buf, "%.1f", 1.5);
   EXPECT_STREQ(buf, "1.5");
+}
+
+TEST(OneLine, ControlsOfEveryKindAreEscapedAndUtf8Kept) {
+  EXPECT_EQ(tunebench::escape_controls("a\nb\tc\x1b[2J\x7f"), "a\\nb\\tc\\x1b[2J\\x7f");
+  // C1 controls: raw (an 8-bit terminal's CSI) and in UTF-8; malformed UTF-8 byte by byte.
+  EXPECT_EQ(tunebench::escape_controls("x\x9by"), "x\\x9by");
+  EXPECT_EQ(tunebench::escape_controls("x\xc2\x9b[2Jy"), "x\\xc2\\x9b[2Jy");
+  EXPECT_EQ(tunebench::escape_controls("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(tunebench::escape_controls("\xe2\x82"), "\\xe2\\x82");        // truncated
+  EXPECT_EQ(tunebench::escape_controls("\xc0\xaf"), "\\xc0\\xaf");        // overlong '/'
+  EXPECT_EQ(tunebench::escape_controls("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  // Well-formed UTF-8 stays as it is: Latin-1 letters, CJK, emoji.
+  EXPECT_EQ(tunebench::escape_controls("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80");
 }

@@ -6,10 +6,11 @@
 
 namespace tunebench {
 
-/// `text` with every control character (below 0x20, and 0x7f) escaped: newline, carriage
-/// return and tab as \n, \r, \t, the others as \xHH (e.g. \x1b), so a quoted name or path can
-/// neither break a one-line message nor send the terminal an escape sequence. Other bytes,
-/// UTF-8 included, are kept.
+/// `text` with every control character escaped: newline, carriage return and tab as \n, \r,
+/// \t, the other C0 controls and DEL as \xHH (e.g. \x1b), and every byte of a C1 control
+/// (U+0080-U+009F in UTF-8, e.g. \xc2\x9b) or of malformed UTF-8 (a raw 0x9b, \xff) as \xHH,
+/// so a quoted name or path can neither break a one-line message nor send the terminal an escape
+/// sequence, on a UTF-8 or an 8-bit terminal. Well-formed UTF-8 (RFC 3629) is kept.
 std::string escape_controls(std::string_view text);
 
 }  // namespace tunebench

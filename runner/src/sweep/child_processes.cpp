@@ -456,7 +456,7 @@ nlohmann::json retimed_entry(const Family& f, const std::vector<Config>& contend
   j["key"] = f.name;
   j["op"] = f.op->name();
   j["tuning_key"] = f.op->tuning_key(f.shape);
-  j["worker"] = "measurement GPU";
+  j["worker"] = "bench";
   j["seconds"] = seconds;
   j["runs"] = stats.runs;
   j["kernel_seconds"] = static_cast<double>(stats.kernel_ns) * 1e-9;
