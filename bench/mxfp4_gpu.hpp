@@ -184,6 +184,8 @@ class Mxfp4GemmOp final : public Mxfp4GpuOp {
   explicit Mxfp4GemmOp(bool foldscale, std::uint8_t scale_lo = 115, std::uint8_t scale_hi = 128)
       : Mxfp4GpuOp(foldscale, scale_lo, scale_hi) {}
   std::string name() const override { return "mxfp4_gemm"; }
+  /// bf16_gemm: what a user runs without MXFP4 weights.
+  std::string baseline() const override { return "bf16_gemm"; }
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;
   CheckResult check(Workload& work, const Config& config, cudaStream_t stream) const override;

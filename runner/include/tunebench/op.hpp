@@ -134,6 +134,12 @@ class Op {
   /// Bytes one run must move at least (inputs read once, output written once).
   virtual double bytes(const Shape& shape) const = 0;
 
+  /// The op a user would run instead of this one for the same shapes, by name() ("" for none):
+  /// where both ran for a shape in one run, the latency table shows the baseline's p50 and the
+  /// speedup (baseline p50 / this op's p50) in this op's row. A fact of the op's kind, like its
+  /// roofline: mxfp4_gemm's is bf16_gemm (the same GEMM on BF16 weights through cuBLASLt).
+  virtual std::string baseline() const { return ""; }
+
   /// The roofline of this op on `device`, for the roofline% counter of GPU ops. The default is
   /// unknown (no counter): the peaks are facts of the op's kind of work on a device, which the
   /// op knows (a BF16 tensor-core GEMM's rate is not an FP8 one's).

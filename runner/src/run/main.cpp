@@ -13,6 +13,7 @@
 #include "common/c_numbers.hpp"
 #include "common/one_line.hpp"
 #include "plan/selection.hpp"
+#include "report/baseline_speedup.hpp"
 #include "report/c_number_reporter.hpp"
 #include "report/json_context.hpp"
 #include "report/latency_table.hpp"
@@ -117,7 +118,7 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
 
 // Finish: the run directory, --benchmark_out moved into place, the replay markers.
 int finish_stage(const RunDir& dir, const RunContext& context, const Invocation& inv, const std::string& out_file,
-                 const std::string& results) {
+                 const std::string& results, const std::vector<Family>& families) {
   if (dir.claimed()) dir.finish(context, inv, results);
   if (!out_file.empty()) {
     std::error_code ec;
@@ -132,6 +133,7 @@ int finish_stage(const RunDir& dir, const RunContext& context, const Invocation&
     }
   }
   if (!context.fallbacks->markers.empty() && !out_file.empty()) add_markers(out_file, context);
+  if (!out_file.empty()) add_baseline_speedups(out_file, families);  // once both were measured
   return 0;
 }
 
@@ -175,7 +177,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const std::size_t matched = time_stage(inv, families, dir, out_file);
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (const int rc = finish_stage(dir, *context, inv, out_file, results); rc != 0) return rc;
+  if (const int rc = finish_stage(dir, *context, inv, out_file, results, families); rc != 0) return rc;
   return matched == 0 ? no_match(filter) : 0;
 }
 

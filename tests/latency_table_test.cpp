@@ -1,0 +1,132 @@
+// The latency table on synthetic runs: the baseline's p50 and the speedup in an op's row, and a
+// benchmark whose SM clock fell inside its timing loop flagged and counted.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plan/family.hpp"
+#include "report/baseline_speedup.hpp"
+#include "report/latency_table.hpp"
+
+namespace {
+
+using tunebench::Config;
+
+class TableOp final : public tunebench::Op {
+ public:
+  TableOp(std::string name, std::string baseline) : name_(std::move(name)), baseline_(std::move(baseline)) {}
+  std::string name() const override { return name_; }
+  std::string baseline() const override { return baseline_; }
+  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
+  bool needs_gpu() const override { return false; }
+  std::string kernel_version() const override { return "1"; }
+  std::vector<Config> config_space(tunebench::SpaceKind) const override { return {Config{{"B", 1}}}; }
+  bool can_implement(const Config&, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
+    return true;
+  }
+  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
+  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
+  double flops(const tunebench::Shape&) const override { return 1; }
+  double bytes(const tunebench::Shape&) const override { return 1; }
+
+ private:
+  std::string name_, baseline_;
+};
+
+tunebench::Shape shape(std::int64_t m) {
+  tunebench::Shape s;
+  s.set = "set";
+  s.gemm = "w13";
+  s.m = m;
+  s.n = 64;
+  s.k = 64;
+  return s;
+}
+
+benchmark::BenchmarkReporter::Run run(const std::string& name, double us, double clock_start = 0, double clock_end = 0) {
+  benchmark::BenchmarkReporter::Run r;
+  r.run_name.function_name = name;
+  r.run_type = benchmark::BenchmarkReporter::Run::RT_Iteration;
+  r.iterations = 10;
+  r.real_accumulated_time = us * 1e-6 * 10;
+  r.cpu_accumulated_time = r.real_accumulated_time;
+  r.time_unit = benchmark::kMicrosecond;
+  r.report_label = "B=1";
+  if (clock_start > 0) {
+    r.counters["sm_mhz_start"] = clock_start;
+    r.counters["sm_mhz_end"] = clock_end;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(LatencyTable, AnOpsRowShowsItsBaselineAndTheSpeedup) {
+  const tunebench::OpList ops = {std::make_shared<TableOp>("fast_op", "base_op"), std::make_shared<TableOp>("base_op", "")};
+  const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
+  tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
+  std::ostringstream sink;
+  table.SetOutputStream(&sink);
+  table.SetErrorStream(&sink);
+  // fast_op at M=1: 2 us against the baseline's 5 us; at M=8 the baseline did not run.
+  table.ReportRuns({run("fast_op/set/M:1/N:64/K:64/manual_time", 2.0)});
+  table.ReportRuns({run("fast_op/set/M:8/N:64/K:64/manual_time", 4.0)});
+  table.ReportRuns({run("base_op/set/M:1/N:64/K:64/manual_time", 5.0)});
+  const std::string md = table.markdown();
+  EXPECT_NE(md.find("| baseline p50 | speedup |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast_op | 1 | 64 | 64 | B=1 | 2 us | - | base_op 5 us | 2.50x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast_op | 8 | 64 | 64 | B=1 | 4 us | - | - | - |"), std::string::npos) << md;
+  // The baseline's own row has no baseline.
+  EXPECT_NE(md.find("| base_op | 1 | 64 | 64 | B=1 | 5 us | - | - | - |"), std::string::npos) << md;
+}
+
+TEST(LatencyTable, ATableWithoutBaselinesHasNoBaselineColumns) {
+  const tunebench::OpList ops = {std::make_shared<TableOp>("alone_op", "")};
+  const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1)}}});
+  tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
+  std::ostringstream sink;
+  table.SetOutputStream(&sink);
+  table.ReportRuns({run("alone_op/set/M:1/N:64/K:64/manual_time", 2.0)});
+  EXPECT_EQ(table.markdown().find("baseline"), std::string::npos);
+}
+
+TEST(LatencyTable, ABenchmarkWhoseClockFellIsFlaggedAndCounted) {
+  const tunebench::OpList ops = {std::make_shared<TableOp>("hot_op", "")};
+  const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
+  tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
+  std::ostringstream sink;
+  table.SetOutputStream(&sink);
+  // M=1: 1980 -> 1940 MHz (2%, not flagged); M=8: its second repetition fell 1980 -> 1410.
+  table.ReportRuns({run("hot_op/set/M:1/N:64/K:64/manual_time", 2.0, 1980, 1940)});
+  table.ReportRuns({run("hot_op/set/M:8/N:64/K:64/manual_time", 3.0, 1980, 1900),
+                    run("hot_op/set/M:8/N:64/K:64/manual_time", 3.0, 1980, 1410)});
+  const std::string md = table.markdown();
+  EXPECT_NE(md.find("| ok (SM clock 1980 -> 1410 MHz) |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("1940 MHz"), std::string::npos) << md;
+  EXPECT_NE(md.find("1 of 2 benchmarks saw the SM clock fall by more than 5%"), std::string::npos) << md;
+}
+
+TEST(BaselineSpeedup, TheJsonEntryOfAnOpCarriesItsSpeedupOverTheBaseline) {
+  const tunebench::OpList ops = {std::make_shared<TableOp>("fast_op", "base_op"), std::make_shared<TableOp>("base_op", "")};
+  const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
+  auto doc = nlohmann::json::parse(R"({"context": {}, "benchmarks": [
+    {"run_name": "fast_op/set/M:1/N:64/K:64/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "us"},
+    {"run_name": "fast_op/set/M:1/N:64/K:64/manual_time", "run_type": "aggregate", "aggregate_name": "median", "real_time": 2.5, "time_unit": "us"},
+    {"run_name": "fast_op/set/M:1/N:64/K:64/manual_time", "run_type": "aggregate", "aggregate_name": "cv", "real_time": 0.01, "time_unit": "us"},
+    {"run_name": "fast_op/set/M:8/N:64/K:64/manual_time", "run_type": "iteration", "real_time": 4.0, "time_unit": "us"},
+    {"run_name": "base_op/set/M:1/N:64/K:64/manual_time", "run_type": "iteration", "real_time": 6000, "time_unit": "ns"},
+    {"run_name": "base_op/set/M:1/N:64/K:64/manual_time", "run_type": "aggregate", "aggregate_name": "median", "real_time": 5000, "time_unit": "ns"},
+    {"run_name": "base_op/set/M:8/N:64/K:64/manual_time", "run_type": "iteration", "error_occurred": true, "real_time": 0, "time_unit": "us"}
+  ]})");
+  EXPECT_EQ(tunebench::add_baseline_speedups(doc, families), 2);
+  const auto& b = doc["benchmarks"];
+  EXPECT_DOUBLE_EQ(b[0]["baseline_speedup"].get<double>(), 2.5);  // the baseline's median, 5 us, in its own unit
+  EXPECT_DOUBLE_EQ(b[1]["baseline_speedup"].get<double>(), 2.0);
+  EXPECT_FALSE(b[2].contains("baseline_speedup"));  // a cv is no time
+  EXPECT_FALSE(b[3].contains("baseline_speedup"));  // its baseline failed
+  EXPECT_FALSE(b[4].contains("baseline_speedup"));  // the baseline has none of its own
+}
