@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+"""Pictures of tunebench results, one figure a question, as PNG and SVG.
+
+usage: scripts/plot.py RUN_DIR_OR_JSON [more ...] [--out DIR]
+
+For every Google Benchmark JSON given (a run directory's results.json, or a --benchmark_out file):
+  latency-<set>.png/.svg   per shape set: each op's p50 against M (log axes), one panel per GEMM
+                           (N, K); an op's baseline (Op::baseline, e.g. bf16_gemm for mxfp4_gemm)
+                           dashed in the op's colour; throttled benchmarks (SM clock down > 5% in
+                           the timing loop) circled
+  roofline-<set>.png/.svg  per shape set: roofline% against M, where the run measured it
+  speedup-<set>.png/.svg   per shape set with a baseline: baseline p50 / op p50 against M
+For a run directory with sweep.jsonl (a sweep in child processes):
+  sweep-timeline.png/.svg  one lane per worker: each key from preparing to stored, by op and
+                           decode/prefill, bench's re-timing on its own lane
+The files go into the run directory (a JSON file: the folder it is in), or into --out DIR.
+Time is the median of the repetitions where there are some, else the single run.
+Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it).
+"""
+
+import argparse
+import collections
+import json
+import math
+import os
+import re
+import sys
+
+NAME = re.compile(r"^(?P<op>[a-z0-9_]+)/(?P<set>[A-Za-z0-9_]+)/M:(?P<m>\d+)/N:(?P<n>\d+)/K:(?P<k>\d+)"
+                  r"(?:/E:(?P<e>\d+)/topk:(?P<topk>\d+))?/manual_time$")
+UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# Ops whose baseline the runs may hold (Op::baseline in the C++ ops; the JSON does not carry it).
+BASELINE = {"mxfp4_gemm": "bf16_gemm"}
+
+
+def fail(message):
+    sys.exit("plot.py: " + message)
+
+
+def load_results(path):
+    """The Google Benchmark JSON at `path`; one line and exit 2 for anything else."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        fail(f"{path}: not Google Benchmark JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or "context" not in doc:
+        fail(f"{path}: not Google Benchmark JSON (expected an object with 'context' and a 'benchmarks' list)")
+    return doc
+
+
+def points(doc):
+    """(op, set) -> (n, k) -> list of (m, seconds, roofline% or None, throttled)."""
+    chosen = {}
+    for b in doc["benchmarks"]:
+        match = NAME.match(b.get("run_name", ""))
+        if not match or b.get("error_occurred"):
+            continue
+        median = b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"
+        if not median and b.get("run_type") != "iteration":
+            continue
+        key = b["run_name"]
+        if key in chosen and not median:
+            continue
+        start, end = b.get("sm_mhz_start"), b.get("sm_mhz_end")
+        throttled = bool(start and end and end < 0.95 * start)
+        if key in chosen:
+            throttled = throttled or chosen[key][4]
+        seconds = float(b["real_time"]) * UNIT_S.get(b.get("time_unit", "ns"), 1e-9)
+        chosen[key] = (match, seconds, b.get("roofline%"), median, throttled)
+    out = collections.defaultdict(lambda: collections.defaultdict(list))
+    for match, seconds, roofline, _, throttled in chosen.values():
+        gemm = (int(match["n"]), int(match["k"]))
+        out[(match["op"], match["set"])][gemm].append((int(match["m"]), seconds, roofline, throttled))
+    for by_gemm in out.values():
+        for series in by_gemm.values():
+            series.sort()
+    return out
+
+
+def time_unit(values):
+    low = min(values)
+    for name, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if low >= scale:
+            return name, scale
+    return "ns", 1e-9
+
+
+def save(fig, out_dir, stem, written):
+    for ext in ("png", "svg"):
+        path = os.path.join(out_dir, f"{stem}.{ext}")
+        fig.savefig(path, dpi=110 if ext == "png" else None, bbox_inches="tight")
+        written.append(path)
+
+
+def panels(plt, count, title):
+    cols = min(count, 3)
+    rows = math.ceil(count / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
+    fig.suptitle(title)
+    for ax in axes.flat[count:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:count])
+
+
+def log_m_axis(ax):
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M (tokens)")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def plain_log_y(ax, ticker):
+    """Log y with ticks as plain numbers (6, 8, 10, not 6x10^0)."""
+    ax.set_yscale("log")
+    plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+
+
+def plot_sets(plt, ticker, data, source, out_dir, written):
+    sets = sorted({s for (_, s) in data})
+    colours = {}
+    for set_name in sets:
+        ops = sorted(op for (op, s) in data if s == set_name)
+        gemms = sorted({g for op in ops for g in data[(op, set_name)]})
+        shown = [op for op in ops if op not in BASELINE.values() or not any(BASELINE.get(o) == op for o in ops)]
+        for op in ops:
+            colours.setdefault(op, f"C{len(colours) % 10}")
+        # Latency: each op against M, its baseline dashed in its colour.
+        fig, axes = panels(plt, len(gemms), f"{set_name}: latency (p50) against M — {source}")
+        for ax, gemm in zip(axes, gemms):
+            every = [p[1] for op in ops for p in data[(op, set_name)].get(gemm, [])]
+            unit, scale = time_unit(every)
+            for op in shown:
+                series = data[(op, set_name)].get(gemm, [])
+                if series:
+                    ax.plot([p[0] for p in series], [p[1] / scale for p in series], "o-", color=colours[op], label=op)
+                    hot = [p for p in series if p[3]]
+                    if hot:
+                        labelled = any(line.get_label() == "SM clock fell > 5%" for line in ax.get_lines())
+                        ax.plot([p[0] for p in hot], [p[1] / scale for p in hot], "o", markersize=12, mfc="none",
+                                color="red", label="_" if labelled else "SM clock fell > 5%")
+                base = BASELINE.get(op)
+                base_series = data.get((base, set_name), {}).get(gemm, []) if base else []
+                if base_series:
+                    ax.plot([p[0] for p in base_series], [p[1] / scale for p in base_series], "s--",
+                            color=colours[op], alpha=0.7, label=f"{base} (baseline of {op})")
+            log_m_axis(ax)
+            plain_log_y(ax, ticker)
+            ax.set_ylabel(f"p50 ({unit})")
+            ax.set_title(f"N={gemm[0]} K={gemm[1]}")
+            ax.legend(fontsize=7)
+        save(fig, out_dir, f"latency-{set_name}", written)
+        plt.close(fig)
+        # Roofline%: where the run measured it.
+        with_roofline = [g for g in gemms if any(p[2] is not None for op in ops for p in data[(op, set_name)].get(g, []))]
+        if with_roofline:
+            fig, axes = panels(plt, len(with_roofline), f"{set_name}: roofline% against M — {source}")
+            for ax, gemm in zip(axes, with_roofline):
+                for op in ops:
+                    series = [p for p in data[(op, set_name)].get(gemm, []) if p[2] is not None]
+                    if series:
+                        ax.plot([p[0] for p in series], [p[2] for p in series], "o-", color=colours[op], label=op)
+                log_m_axis(ax)
+                ax.set_ylim(0, 100)
+                ax.set_ylabel("roofline% (roofline floor / time)")
+                ax.set_title(f"N={gemm[0]} K={gemm[1]}")
+                ax.legend(fontsize=7)
+            save(fig, out_dir, f"roofline-{set_name}", written)
+            plt.close(fig)
+        # Speedup over the baseline, where both ran.
+        pairs = [(op, BASELINE[op]) for op in ops if BASELINE.get(op) in ops]
+        if pairs:
+            fig, ax = plt.subplots(figsize=(6.4, 4.2))
+            for op, base in pairs:
+                for gemm in gemms:
+                    own = {p[0]: p[1] for p in data[(op, set_name)].get(gemm, [])}
+                    ref = {p[0]: p[1] for p in data[(base, set_name)].get(gemm, [])}
+                    ms = sorted(set(own) & set(ref))
+                    if ms:
+                        ax.plot(ms, [ref[m] / own[m] for m in ms], "o-", label=f"{op} over {base}, N={gemm[0]} K={gemm[1]}")
+            ax.axhline(1.0, color="grey", lw=1)
+            log_m_axis(ax)
+            ax.set_ylabel("speedup (baseline p50 / op p50)")
+            ax.set_title(f"{set_name}: speedup over the baseline — {source}")
+            ax.legend(fontsize=7)
+            save(fig, out_dir, f"speedup-{set_name}", written)
+            plt.close(fig)
+
+
+def plot_timeline(plt, log_path, out_dir, written):
+    starts, lanes, bars = {}, [], []
+    with open(log_path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                fail(f"{log_path}:{n}: not a JSON line of a sweep log")
+            worker = r.get("worker", "?")
+            lane = (r.get("round", 1), worker)
+            if r.get("record") == "preparing":
+                starts[(lane, r["key"])] = r["time"]
+            elif r.get("record") == "tuned" and (lane, r["key"]) in starts:
+                bars.append((lane, starts.pop((lane, r["key"])), r["time"], r["key"]))
+            elif r.get("record") == "retimed":
+                bars.append((lane, r["time"] - r.get("seconds", 0), r["time"], r["key"]))
+            if lane not in lanes and r.get("record") in ("started", "preparing", "retimed"):
+                lanes.append(lane)
+    if not bars:
+        return
+    t0 = min(b[1] for b in bars)
+    kinds = sorted({(k.split("/")[0], "prefill" if "prefill" in k.split("/")[1] else "decode") for *_, k in bars})
+    colour = {kind: f"C{i % 10}" for i, kind in enumerate(kinds)}
+    fig, ax = plt.subplots(figsize=(11, 0.6 * len(lanes) + 2))
+    for lane, start, end, key in bars:
+        kind = (key.split("/")[0], "prefill" if "prefill" in key.split("/")[1] else "decode")
+        ax.barh(lanes.index(lane), end - start, left=start - t0, height=0.6, color=colour[kind], edgecolor="white",
+                linewidth=0.3)
+    for kind, c in colour.items():
+        ax.barh(0, 0, color=c, label=f"{kind[0]} {kind[1]}")
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels([f"round {r}: {w}" for r, w in lanes])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since the first key was prepared")
+    ax.set_title("sweep timeline: each key from preparing its workload to its stored winner")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    save(fig, out_dir, "sweep-timeline", written)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     usage="scripts/plot.py RUN_DIR_OR_JSON [more ...] [--out DIR]")
+    parser.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_JSON")
+    parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: beside each input)")
+    args = parser.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib import ticker
+    except ImportError:
+        fail("matplotlib is not installed (Debian: apt-get install python3-matplotlib, or scripts/setup.sh)")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    written = []
+    for given in args.inputs:
+        if os.path.isdir(given):
+            results = os.path.join(given, "results.json")
+            if not os.path.isfile(results):
+                fail(f"{given}: a folder without results.json (a run directory of bench with JSON output?)")
+        elif os.path.isfile(given):
+            results = given
+        else:
+            fail(f"{given}: no such file or folder")
+        doc = load_results(results)
+        out_dir = args.out or os.path.dirname(os.path.abspath(results))
+        context = doc["context"]
+        source = f"{context.get('gpu_name', context.get('host_name', '?'))}, {str(context.get('date', '?'))[:10]}"
+        plot_sets(plt, ticker, points(doc), source, out_dir, written)
+        log = os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")
+        if os.path.isfile(log):
+            plot_timeline(plt, log, out_dir, written)
+    if not written:
+        fail("nothing to plot: no benchmark of the inputs ran (every entry failed, or none is a tunebench benchmark)")
+    for path in written:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
