@@ -1,32 +1,63 @@
 #!/usr/bin/env bash
-# A/B of an environment switch on identical configs:
-#   scripts/ab_test.sh VAR VALUE_A VALUE_B [bench arguments...]
-# 1. a record run (autotunes what the cache lacks, records every benchmark's config),
-# 2. run A: VAR=VALUE_A, replaying exactly the recorded configs,
-# 3. run B: VAR=VALUE_B, replaying the same configs,
-# then compare.py's verdict on A vs B (Mann-Whitney U over the repetitions, so at least 9).
-# Two record-mode runs are not comparable: each may retune under noise and pick other winners,
-# which mixes the choice of configs into the difference. Replays hold the configs fixed.
-# Default bench arguments: --benchmark_filter=^mxfp4 --benchmark_repetitions=9.
-# BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY
-# and PYTHON as for scripts/compare_results.sh, which prints the verdict.
+# A/B of an environment switch on identical configs, with samples that are independent:
+#   scripts/ab_test.sh [--rounds K] [--resolution R] VAR VALUE_A VALUE_B [bench arguments...]
+#   scripts/ab_test.sh [--rounds K] [--resolution R] --aa VAR VALUE [bench arguments...]
+# 1. a record run (autotunes what the cache lacks, records every benchmark's config);
+# 2. K rounds (default 4) of short replay processes of exactly those configs, in the order
+#    A B B A, so a drift of the machine during the A/B (clocks, heat) falls on both sides alike;
+# 3. per side one Google Benchmark JSON whose repetitions are the processes' medians (a process's
+#    repetitions share its state, so they are one sample, not several), compare.py's output on
+#    them, and the verdict of scripts/ab_verdict.py: per benchmark the ratio B/A with its 95%
+#    bootstrap interval and slower / faster / no difference (inside +-R, default 0.01) /
+#    inconclusive.
+# --aa: both sides VAR=VALUE: how many benchmarks the method flags on this machine when nothing
+# differs (its calibration; about 5% expected). Default bench arguments: --benchmark_filter=^mxfp4
+# and, per replay process, --benchmark_repetitions=3. Everything is kept in an A/B folder
+# ab-YYYYmmdd-HHMMSS under TUNEBENCH_RUNS (default runs/): a.json, b.json, verdict.json, and each
+# process's results as a-1.json, b-1.json, ... (their run directories stay where bench made them).
+# BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
+# PYTHON as for scripts/compare_results.sh.
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
-if [ $# -lt 3 ]; then
-  echo "usage: scripts/ab_test.sh VAR VALUE_A VALUE_B [bench arguments...] (--help for more)" >&2
+usage="usage: scripts/ab_test.sh [--rounds K] [--resolution R] VAR VALUE_A VALUE_B [bench arguments...], or --aa VAR VALUE [...] (--help for more)"
+rounds=4 resolution=0.01 aa=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --rounds=*) rounds=${1#--rounds=}; shift ;;
+    --resolution) resolution=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --resolution=*) resolution=${1#--resolution=}; shift ;;
+    --aa) aa=1; shift ;;
+    *) break ;;
+  esac
+done
+if ! [[ $rounds =~ ^[1-9][0-9]{0,2}$ ]]; then
+  echo "ab_test: --rounds '$rounds': expected a whole number of rounds from 1 to 999" >&2
   exit 2
 fi
-var=$1 a=$2 b=$3
-shift 3
+if ! [[ $resolution =~ ^0?\.[0-9]+$ ]] || [[ $resolution =~ ^0?\.0+$ ]]; then
+  echo "ab_test: --resolution '$resolution': expected a fraction such as 0.01 (1%)" >&2
+  exit 2
+fi
+if [ $aa = 1 ]; then
+  [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+  var=$1 a=$2 b=$2
+  shift 2
+else
+  [ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+  var=$1 a=$2 b=$3
+  shift 3
+fi
 if ! [[ $var =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
   echo "ab_test: '$var' is not an environment variable name" >&2
   exit 2
 fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH:-$here/build/bench/bench}
+python=${PYTHON:-/usr/bin/python3}
 [ -x "$bench" ] || { echo "ab_test: no bench at $bench (build first: scripts/build.sh)" >&2; exit 2; }
 args=("$@")
 for arg in "${args[@]}"; do
@@ -37,13 +68,18 @@ for arg in "${args[@]}"; do
   esac
 done
 [ ${#args[@]} -gt 0 ] || args=(--benchmark_filter=^mxfp4)
-printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=9)
+printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=3)
+runs=${TUNEBENCH_RUNS:-runs}
+ab_dir=$runs/ab-$(date +%Y%m%d-%H%M%S)
+n=1
+while [ -e "$ab_dir" ]; do n=$((n + 1)); ab_dir=$runs/ab-$(date +%Y%m%d-%H%M%S)-$n; done
+mkdir -p "$ab_dir"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directory it made
   local label=$1; shift
-  echo "ab_test: $label run" >&2
+  echo "ab_test: $label" >&2
   if ! env "$@" "$bench" "${args[@]}" >/dev/null 2>"$log"; then
     cat "$log" >&2
     echo "ab_test: the $label run failed" >&2
@@ -52,8 +88,24 @@ run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directo
   grep -o 'bench: run directory .*' "$log" | tail -1 | cut -d' ' -f4-
 }
 
-record=$(run_dir record)
-dir_a=$(run_dir "A ($var=$a)" "$var=$a" REPLAY_FROM="$record")
-dir_b=$(run_dir "B ($var=$b)" "$var=$b" REPLAY_FROM="$record")
-echo "ab_test: record $record, A $dir_a, B $dir_b" >&2
-"$here/scripts/compare_results.sh" "$dir_a/results.json" "$dir_b/results.json"
+record=$(run_dir "record run")
+side_a=() side_b=()
+replay() {  # replay SIDE: one replay process of that side, its results kept in the A/B folder
+  local side=$1 value dir list
+  if [ "$side" = a ]; then value=$a; else value=$b; fi
+  dir=$(run_dir "round $round: $(echo "$side" | tr ab AB) ($var=$value)" "$var=$value" REPLAY_FROM="$record")
+  if [ "$side" = a ]; then side_a+=("$dir/results.json"); list=${#side_a[@]}; else side_b+=("$dir/results.json"); list=${#side_b[@]}; fi
+  cp "$dir/results.json" "$ab_dir/$side-$list.json"
+}
+for round in $(seq 1 "$rounds"); do
+  for side in a b b a; do replay "$side"; done
+done
+echo "ab_test: record $record; $((2 * rounds)) replay processes per side; A/B folder $ab_dir" >&2
+verdict=(--resolution "$resolution")
+[ $aa = 0 ] || verdict+=(--aa)
+"$python" "$here/scripts/ab_verdict.py" --a "${side_a[@]}" --b "${side_b[@]}" --out "$ab_dir" "${verdict[@]}" \
+  >"$ab_dir/verdict.txt" || exit 1
+echo "compare.py on the per-process medians ($ab_dir/a.json against b.json):"
+"$here/scripts/compare_results.sh" "$ab_dir/a.json" "$ab_dir/b.json" || true
+echo
+cat "$ab_dir/verdict.txt"

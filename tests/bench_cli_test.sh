@@ -177,10 +177,12 @@ REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_f
   --benchmark_min_time=0.01 >/dev/null 2>"$work/edited.err" || fail "a replay dir without manifest.json failed: $(cat "$work/edited.err")"
 grep -q "WARNING: .*edited-run has no manifest.json" "$work/edited.err" || fail "a replay dir without manifest.json did not warn: $(cat "$work/edited.err")"
 
-# scripts/ab_test.sh: a record run, two replays with the switch at A and B, compare.py's U test.
-BENCH="$bench" "$here/../scripts/ab_test.sh" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
+# scripts/ab_test.sh: a record run, 2 rounds of A B B A replays, compare.py's U test over the
+# per-process medians (4 per side), the verdict table (tests/ab_method_test.sh checks its figures).
+BENCH="$bench" "$here/../scripts/ab_test.sh" --rounds 2 FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
   --benchmark_filter=cpu_ --benchmark_min_time=0.01 >"$work/ab.txt" 2>"$work/ab.err" || fail "ab_test.sh: $(cat "$work/ab.err")"
-grep -q 'manual_time_pvalue.*U Test, Repetitions: 9 vs 9' "$work/ab.txt" || fail "ab_test.sh printed no U test: $(cat "$work/ab.txt")"
+grep -q 'manual_time_pvalue.*U Test, Repetitions: 4 vs 4' "$work/ab.txt" || fail "ab_test.sh printed no U test: $(cat "$work/ab.txt")"
+grep -Eq '^verdict: 4 benchmarks, ' "$work/ab.txt" || fail "ab_test.sh printed no verdict: $(cat "$work/ab.txt")"
 set +e; "$here/../scripts/ab_test.sh" 'NOT A VAR' 0 1 >/dev/null 2>&1; rc=$?; set -e
 [ "$rc" -eq 2 ] || fail "ab_test.sh accepted a bad variable name"
 set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$work/x.json" >/dev/null 2>"$work/abo.err"; rc=$?; set -e

@@ -88,9 +88,17 @@ FaultInjection parse_fault(const string& v, const string& what) {
     f.hang_config = *h;
   } else if (v == "evict-fails") {
     f.evict_fails = true;
+  } else if (auto w = after("slowdown=")) {
+    char* end = nullptr;
+    const double x = std::strtod(w->c_str(), &end);
+    if (w->empty() || *end != '\0' || !(x > 0) || !(x <= 10)) {
+      throw invalid_argument(what + "='" + v + "': slowdown expects a fraction F, 0 < F <= 10 (0.01 is 1% slower)");
+    }
+    f.slowdown = x;
   } else if (!v.empty() && v != "none") {
     throw invalid_argument(what + "='" + v +
-                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, evict-fails or none");
+                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, evict-fails, "
+                           "slowdown=F or none");
   }
   return f;
 }

@@ -25,6 +25,10 @@ struct FaultInjection {
   std::string sticky_config;  ///< "sticky-config=C": config C fails like an illegal address
   std::string hang_config;    ///< "hang-config=C": config C never returns
   bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
+  /// "slowdown=F": the A/B method's positive control: every timed run of a host op takes F (a
+  /// fraction, 0 < F <= 10) longer, a busy wait inside the timed window sized from the config's
+  /// own time. GPU ops refuse it (their benchmarks end with an error saying so).
+  double slowdown = 0;
 };
 
 /// Where a sweep runs when the parallel warmup is off (TUNEBENCH_ISOLATE_SWEEP).

@@ -52,6 +52,10 @@ std::size_t kernel_nodes(cudaGraph_t graph) {
 
 OpTiming::OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options, TimingFaults faults)
     : op_(op), options_(std::move(options)), faults_(std::move(faults)) {
+  if (faults_.slowdown > 0 && op_.needs_gpu()) {
+    throw std::invalid_argument("TUNEBENCH_FAULT_INJECT=slowdown is a positive control for host ops only: " +
+                                op_.name() + " runs on the GPU");
+  }
   work_ = op_.prepare(shape, seed);
   if (!op_.needs_gpu()) return;
   graph_ = options_.mode == TimingMode::kCudaGraph;
@@ -199,7 +203,7 @@ std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Conf
         out.push_back(event_->stop());
       } else {
         host_.start();
-        op_.run(*work_, c, nullptr);
+        run_host(c);
         out.push_back(host_.stop());
       }
       if (first && (i + 1 == runs.size() || !(runs[i + 1] == c))) {
@@ -233,6 +237,32 @@ std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Conf
     out.emplace_back(t.ns[i]);
   }
   return out;
+}
+
+void OpTiming::run_host(const Config& config) {
+  if (faults_.slowdown <= 0) {
+    op_.run(*work_, config, nullptr);
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  auto extra = slowdown_.find(config.str());
+  if (extra == slowdown_.end()) {
+    // Sized once per config from its own untimed runs, so the injected ratio is 1 + slowdown.
+    std::vector<std::int64_t> ns;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = clock::now();
+      op_.run(*work_, config, nullptr);
+      ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
+    }
+    std::sort(ns.begin(), ns.end());
+    extra = slowdown_.emplace(config.str(), std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                                static_cast<double>(ns[2]) * faults_.slowdown)))
+                .first;
+  }
+  op_.run(*work_, config, nullptr);
+  const auto until = clock::now() + extra->second;
+  while (clock::now() < until) {
+  }
 }
 
 RunTimer OpTiming::run_timer() {
@@ -312,7 +342,7 @@ std::optional<LoopTotal> OpTiming::measure(benchmark::State& state, const Config
       seconds = std::chrono::duration<double>(event_->stop()).count();
     } else {
       host_.start();
-      op_.run(*work_, config, nullptr);
+      run_host(config);
       seconds = std::chrono::duration<double>(host_.stop()).count();
     }
     if (!usable(seconds)) {

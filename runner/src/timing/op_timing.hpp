@@ -40,6 +40,10 @@ struct TimingOptions {
 struct TimingFaults {
   std::string sticky_config;  ///< runs of this config fail like an illegal memory access (sticky)
   std::string hang_config;    ///< runs of this config never return, like a kernel that does not end
+  /// Every timed run of a host op takes this fraction longer (a busy wait in the timed window,
+  /// sized from the median of 5 untimed runs of the config): the A/B method's positive control.
+  /// OpTiming throws std::invalid_argument for a GPU op.
+  double slowdown = 0;
 };
 
 /// The name of `options` as the cache key's timing field, the JSON context and the benchmark
@@ -121,6 +125,8 @@ class OpTiming {
   unsigned flushes_ = 0;
   std::map<std::string, std::unique_ptr<Graphs>> graphs_;  // by Config::str()
   std::set<std::string> ran_;  // configs whose first runs synchronised clean
+  std::map<std::string, std::chrono::nanoseconds> slowdown_;  // faults_.slowdown per config
+  void run_host(const Config& config);  // one host run, and the positive control's wait
   std::function<void(const std::string&)> on_new_config_;
 };
 

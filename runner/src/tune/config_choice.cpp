@@ -210,7 +210,7 @@ Config replay_fallback(const Family& family, const RunContext& context, OpTiming
 TimingOptions timing_options(const RunContext& context) { return {context.timing_mode, context.cold_l2}; }
 
 TimingFaults timing_faults(const RunContext& context) {
-  return {context.fault.sticky_config, context.fault.hang_config};
+  return {context.fault.sticky_config, context.fault.hang_config, context.fault.slowdown};
 }
 
 
