@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Pictures of tunebench results, one figure a question, as PNG and SVG.
 
-usage: scripts/plot.py RUN_DIR_OR_JSON [more ...] [--out DIR]
+usage: scripts/plot.py RUN_DIR_OR_JSON_OR_AB_DIR [more ...] [--out DIR]
 
 For every Google Benchmark JSON given (a run directory's results.json, or a --benchmark_out file):
   latency-<set>.png/.svg   per shape set: each op's p50 against M (log axes), one panel per GEMM
@@ -10,6 +10,9 @@ For every Google Benchmark JSON given (a run directory's results.json, or a --be
                            the timing loop) circled
   roofline-<set>.png/.svg  per shape set: roofline% against M, where the run measured it
   speedup-<set>.png/.svg   per shape set with a baseline: baseline p50 / op p50 against M
+For an A/B folder of scripts/ab_test.sh (or its verdict.json):
+  ab-ratio.png/.svg        per benchmark the ratio B/A with its 95% interval, by verdict, the
+                           resolution band shaded around 1
 For a run directory with sweep.jsonl (a sweep in child processes):
   sweep-timeline.png/.svg  one lane per worker: each key from preparing to stored, by op and
                            decode/prefill, bench's re-timing on its own lane
@@ -229,10 +232,49 @@ def plot_timeline(plt, log_path, out_dir, written):
     plt.close(fig)
 
 
+def plot_ab(plt, path, out_dir, written):
+    try:
+        with open(path, encoding="utf-8") as f:
+            v = json.load(f)
+        rows = v["benchmarks"]
+        resolution = float(v["resolution"])
+        [(r["benchmark"], float(r["ratio"]), r["ci_low"], r["ci_high"], r["verdict"]) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail(f"{path}: not an A/B verdict of scripts/ab_test.sh ({type(e).__name__})")
+    colour = {"slower": "C3", "faster": "C2", "no difference": "C0", "inconclusive": "C7"}
+    fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 1.6))
+    ax.axvspan(1 / (1 + resolution), 1 + resolution, color="C0", alpha=0.12,
+               label=f"no difference band (+-{100 * resolution:g}%)")
+    ax.axvline(1.0, color="grey", lw=1)
+    for i, r in enumerate(rows):
+        low, high = r["ci_low"], r["ci_high"]
+        err = [[r["ratio"] - low], [high - r["ratio"]]] if low is not None else None
+        ax.errorbar(r["ratio"], i, xerr=err, fmt="o", color=colour.get(r["verdict"], "k"), ms=4, capsize=2)
+    for verdict, c in colour.items():
+        ax.plot([], [], "o", color=c, label=verdict)
+    from matplotlib import ticker
+    ends = [x for r in rows for x in (r["ci_low"], r["ci_high"], r["ratio"]) if x is not None and x > 0]
+    if ends and max(ends) / min(ends) > 2:
+        ax.set_xscale("log")  # ratios far apart: 0.5 and 2 equally far from 1
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    else:
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r["benchmark"].replace("/manual_time", "") for r in rows], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel("B / A (ratio of the medians of per-process medians; bars: 95% bootstrap interval)")
+    ax.set_title(f"A/B: {v.get('processes_a', '?')} and {v.get('processes_b', '?')} processes per side"
+                 + (" (A/A)" if v.get("aa") else ""))
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, axis="x", alpha=0.3)
+    save(fig, out_dir, "ab-ratio", written)
+    plt.close(fig)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     usage="scripts/plot.py RUN_DIR_OR_JSON [more ...] [--out DIR]")
-    parser.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_JSON")
+                                     usage="scripts/plot.py RUN_DIR_OR_JSON_OR_AB_DIR [more ...] [--out DIR]")
+    parser.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_JSON_OR_AB_DIR")
     parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: beside each input)")
     args = parser.parse_args()
     try:
@@ -246,6 +288,10 @@ def main():
         os.makedirs(args.out, exist_ok=True)
     written = []
     for given in args.inputs:
+        verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
+        if os.path.isfile(verdict):
+            plot_ab(plt, verdict, args.out or os.path.dirname(os.path.abspath(verdict)), written)
+            continue
         if os.path.isdir(given):
             results = os.path.join(given, "results.json")
             if not os.path.isfile(results):

@@ -36,6 +36,13 @@ grep -q "latency-dsv4f_decode_tiny.png" "$work/plot.out" || fail "plot.py did no
 /usr/bin/python3 "$plot" "$run_dir/results.json" --out "$work/pictures" >/dev/null 2>&1 || fail "plot.py --out"
 [ -s "$work/pictures/latency-dsv4f_decode_tiny.png" ] || fail "--out wrote nothing there"
 
+# An A/B folder of scripts/ab_test.sh: the ratio of each benchmark with its interval.
+BENCH="$bench" "$here/../scripts/ab_test.sh" --rounds 1 FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
+  --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/ab.err" || fail "ab_test.sh: $(cat "$work/ab.err")"
+ab_dir=$(ls -d "$work"/runs/ab-*/ | head -1)
+/usr/bin/python3 "$plot" "$ab_dir" >/dev/null 2>"$work/ab-plot.err" || fail "plot.py on an A/B folder: $(cat "$work/ab-plot.err")"
+[ -s "$ab_dir/ab-ratio.png" ] && [ -s "$ab_dir/ab-ratio.svg" ] || fail "no ab-ratio picture in $ab_dir"
+
 # Not Google Benchmark JSON: one line naming the file, a non-zero exit, nothing written.
 printf 'name,real_time\nx,1\n' >"$work/results.csv"
 echo '{"configs": []}' >"$work/other.json"
