@@ -78,6 +78,7 @@ std::string LatencyTableReporter::markdown() const {
   for (const auto& set : sets) {
     std::string header = "| op | M | N | K | config | p50 | cv |", rule = "|---|---|---|---|---|---|---|";
     for (const auto& c : rate_counters()) {
+      if (!c.in_table) continue;
       header += std::string(" ") + c.name + " |";
       rule += "---|";
     }
@@ -93,6 +94,7 @@ std::string LatencyTableReporter::markdown() const {
              std::to_string(s.k) + " | " + r.config + " | " + (ok ? fmt(r.p50) + " " + r.unit : "-") + " | " +
              (ok && r.cv >= 0 ? fmt(100 * r.cv, "%.2f") + "%" : "-") + " | ";
       for (const auto& c : rate_counters()) {
+        if (!c.in_table) continue;
         const auto v = r.counters.find(c.name);
         out += (ok && v != r.counters.end() ? fmt(v->second, c.format) : "-") + " | ";
       }
