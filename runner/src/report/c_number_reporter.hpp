@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,10 @@
 #include "common/c_numbers.hpp"
 
 namespace tunebench {
+
+/// Called with every batch of runs a reporter is handed, before it writes them: how the run
+/// directory's bencher.json sees the runs that go into the results file.
+using RunObserver = std::function<void(const std::vector<benchmark::BenchmarkReporter::Run>&)>;
 
 /// `Base` (a Google Benchmark reporter) that, before each report, makes the process's numeric
 /// locale "C" (use_c_numbers: Google Benchmark formats with the global locale and snprintf) and
@@ -25,14 +30,18 @@ class CNumbersReporter : public Base {
   }
   void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
     settle();
+    if (observer_) observer_(runs);
     Base::ReportRuns(runs);
   }
   void Finalize() override {
     settle();
     Base::Finalize();
   }
+  /// Shows `observer` every batch of runs from now on.
+  void observe(RunObserver observer) { observer_ = std::move(observer); }
 
  private:
+  RunObserver observer_;
   void settle() {
     use_c_numbers();
     imbue_c_numbers(this->GetOutputStream());
@@ -40,10 +49,22 @@ class CNumbersReporter : public Base {
   }
 };
 
+/// Google Benchmark's JSON reporter, less the cv aggregate: dashboards that read Google
+/// Benchmark JSON (github-action-benchmark's googlecpp, Bencher's cpp_google) chart every
+/// entry's real_time as a time, and cv's real_time is a ratio. The other aggregates are times;
+/// compare.py pairs the rest as before (Google Benchmark before 1.6 wrote no cv either). The
+/// console and the latency table keep cv.
+class JsonWithoutCvReporter : public CNumbersReporter<benchmark::JSONReporter> {
+ public:
+  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override;
+};
+
 /// Google Benchmark's reporter for `format` ("console", "json" or "csv", as
-/// --benchmark_format and --benchmark_out_format name them), as a CNumbersReporter; console
-/// with `console_options`.
+/// --benchmark_format and --benchmark_out_format name them), as a CNumbersReporter (json:
+/// JsonWithoutCvReporter); console with `console_options`; `observer`, when set, sees every batch
+/// of runs.
 std::unique_ptr<benchmark::BenchmarkReporter> make_c_numbers_reporter(
-    const std::string& format, benchmark::ConsoleReporter::OutputOptions console_options);
+    const std::string& format, benchmark::ConsoleReporter::OutputOptions console_options,
+    RunObserver observer = {});
 
 }  // namespace tunebench

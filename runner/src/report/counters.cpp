@@ -14,7 +14,12 @@ const std::vector<CounterSpec>& rate_counters() {
          if (!f.gpu || !(f.peak_bytes_per_s > 0) || !(f.peak_flops > 0)) return std::nullopt;
          const double floor_s = std::max(f.flops / f.peak_flops, f.bytes / f.peak_bytes_per_s);
          return 100.0 * floor_s * f.iterations / f.seconds;
-       }}};
+       }},
+      // Plain counters, not kIsRate: that flag would divide by CPU time again.
+      {"bytes_per_second", "%.4g",
+       [](const LoopFigures& f) -> std::optional<double> { return f.bytes * f.iterations / f.seconds; }, false},
+      {"items_per_second", "%.4g",
+       [](const LoopFigures& f) -> std::optional<double> { return f.flops * f.iterations / f.seconds; }, false}};
   return counters;
 }
 

@@ -124,6 +124,7 @@ std::string LatencyTableReporter::markdown() const {
       rule += "---|---|";
     }
     for (const auto& c : rate_counters()) {
+      if (!c.in_table) continue;
       header += std::string(" ") + c.name + " |";
       rule += "---|";
     }
@@ -145,6 +146,7 @@ std::string LatencyTableReporter::markdown() const {
                  : "- | - | ";
       }
       for (const auto& c : rate_counters()) {
+        if (!c.in_table) continue;
         const auto v = r.counters.find(c.name);
         out += (ok && v != r.counters.end() ? fmt(v->second, c.format) : "-") + " | ";
       }

@@ -94,8 +94,10 @@ void RunDir::write_manifest(const RunContext& context, const Invocation& inv, co
   write_file_atomically(dir_ / "manifest.json", manifest.dump(2) + "\n");
 }
 
-void RunDir::finish(const RunContext& context, const Invocation& inv, const std::string& results) const {
+void RunDir::finish(const RunContext& context, const Invocation& inv, const std::string& results,
+                    const BencherFile& dashboard) const {
   context.record->write(dir_);
+  dashboard.write(dir_);
   write_manifest(context, inv, results, true);
   if (const auto live = tuned_live(context); !live.empty()) {
     std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << inv.settings().replay_from.string()

@@ -1,5 +1,5 @@
 #pragma once
-// A run's directory: results, configs.json, latency.md and manifest.json (README: "Run
+// A run's directory: results, configs.json, latency.md, bencher.json and manifest.json (README: "Run
 // directories, record and replay").
 
 #include <filesystem>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plan/run_context.hpp"
+#include "report/bencher_file.hpp"
 #include "settings/invocation.hpp"
 
 namespace tunebench {
@@ -31,9 +32,10 @@ class RunDir {
   /// variables of the settings table, device, versions, paths and where the results go.
   void write_manifest(const RunContext& context, const Invocation& inv, const std::string& results,
                       bool complete) const;
-  /// configs.json and the final manifest, then what the user should know (benchmarks of a
-  /// replay that were tuned live; where the run directory is) on stderr.
-  void finish(const RunContext& context, const Invocation& inv, const std::string& results) const;
+  /// configs.json, bencher.json (`dashboard`) and the final manifest, then what the user should
+  /// know (benchmarks of a replay that were tuned live; where the run directory is) on stderr.
+  void finish(const RunContext& context, const Invocation& inv, const std::string& results,
+              const BencherFile& dashboard) const;
 
  private:
   std::filesystem::path dir_;

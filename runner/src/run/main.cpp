@@ -14,6 +14,7 @@
 #include "common/one_line.hpp"
 #include "plan/selection.hpp"
 #include "report/baseline_speedup.hpp"
+#include "report/bencher_file.hpp"
 #include "report/c_number_reporter.hpp"
 #include "report/json_context.hpp"
 #include "report/latency_table.hpp"
@@ -98,28 +99,35 @@ void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector
 // tunebench makes both reporters (display, and the --benchmark_out file's when there is one),
 // so that their numbers are written in the "C" form whatever locale an op has set.
 std::size_t time_stage(const Invocation& inv, const std::vector<Family>& families, const RunDir& dir,
-                       const std::string& out_file) {
+                       const std::string& out_file, BencherFile& dashboard) {
   use_c_numbers();  // an in-process sweep has prepared ops
   if (inv.listing()) return benchmark::RunSpecifiedBenchmarks();
   int options = benchmark::ConsoleReporter::OO_None;
   if (isatty(STDOUT_FILENO)) options |= benchmark::ConsoleReporter::OO_Color;
   if (inv.tabular()) options |= benchmark::ConsoleReporter::OO_Tabular;
   const auto console_options = static_cast<benchmark::ConsoleReporter::OutputOptions>(options);
+  // bencher.json is made from what the results file gets (every repetition, also under
+  // --benchmark_display_aggregates_only), else from what the display gets.
+  const RunObserver tap = [&dashboard](const auto& runs) { dashboard.add(runs); };
+  const RunObserver display_tap = out_file.empty() ? tap : RunObserver{};
   std::unique_ptr<benchmark::BenchmarkReporter> display;
   if (inv.console()) {
-    display = std::make_unique<CNumbersReporter<LatencyTableReporter>>(families, dir.path(), console_options);
+    auto table = std::make_unique<CNumbersReporter<LatencyTableReporter>>(families, dir.path(), console_options);
+    table->observe(display_tap);
+    display = std::move(table);
   } else {
-    display = make_c_numbers_reporter(inv.format(), console_options);
+    display = make_c_numbers_reporter(inv.format(), console_options, display_tap);
   }
   // Google Benchmark opens the --benchmark_out file and points this reporter at it.
-  const auto file = out_file.empty() ? nullptr : make_c_numbers_reporter(inv.out_format(), benchmark::ConsoleReporter::OO_None);
+  const auto file =
+      out_file.empty() ? nullptr : make_c_numbers_reporter(inv.out_format(), benchmark::ConsoleReporter::OO_None, tap);
   return benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
 }
 
 // Finish: the run directory, --benchmark_out moved into place, the replay markers.
 int finish_stage(const RunDir& dir, const RunContext& context, const Invocation& inv, const std::string& out_file,
-                 const std::string& results, const std::vector<Family>& families) {
-  if (dir.claimed()) dir.finish(context, inv, results);
+                 const std::string& results, const BencherFile& dashboard, const std::vector<Family>& families) {
+  if (dir.claimed()) dir.finish(context, inv, results, dashboard);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";
@@ -174,10 +182,11 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (!s.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", absolute_text(s.replay_from));
   const std::shared_ptr<const RunContext> frozen = context;
   for (const auto& family : families) register_family(family, frozen);
-  const std::size_t matched = time_stage(inv, families, dir, out_file);
+  BencherFile dashboard;
+  const std::size_t matched = time_stage(inv, families, dir, out_file, dashboard);
   context->last->release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (const int rc = finish_stage(dir, *context, inv, out_file, results, families); rc != 0) return rc;
+  if (const int rc = finish_stage(dir, *context, inv, out_file, results, dashboard, families); rc != 0) return rc;
   return matched == 0 ? no_match(filter) : 0;
 }
 
