@@ -14,20 +14,10 @@ namespace tunebench {
 using cache::Measurement;
 using cache::Status;
 
-namespace {
-
-// A batch's estimated kernel time is kept under this, so a config's runs are stopped by the
-// per-config timeout between batches and a slow kernel gains nothing it needs from batching (the
-// collection a batch saves is ~0.7 ms, against runs of 50 ms and more).
-constexpr std::int64_t kBatchNs = 50'000'000;
-
-std::string flat(const char* what) {
-  std::string s = what;
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
+std::string one_line_error(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return message;
 }
-
-}  // namespace
 
 std::vector<std::chrono::nanoseconds> run_batch(const RunTimer& time_run, const std::vector<Config>& runs,
                                                 SweepStats* stats) {
@@ -59,14 +49,14 @@ bool record_failure(Measurement& m, std::exception_ptr e) {
     std::rethrow_exception(root_cause(e));
   } catch (const CompileError& x) {
     m.status = Status::kCompileFailed;
-    m.error = flat(x.what());
+    m.error = one_line_error(x.what());
   } catch (const CudaError& x) {
     m.status = Status::kLaunchFailed;
-    m.error = flat(x.what());
+    m.error = one_line_error(x.what());
     return x.sticky();
   } catch (const std::exception& x) {
     m.status = Status::kLaunchFailed;
-    m.error = flat(x.what());
+    m.error = one_line_error(x.what());
   } catch (...) {
     m.status = Status::kLaunchFailed;
     m.error = "unknown exception";
@@ -182,8 +172,8 @@ void FullSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
       out.results.push_back(time_config(config, time_run, options, device_uuid, &out.stats));
     } catch (const CudaError& e) {
       out.results.push_back({text, Status::kLaunchFailed, std::nullopt, std::nullopt, std::nullopt,
-                             flat(e.what()), 0, device_uuid});
-      out.fatal_error = flat(e.what());
+                             one_line_error(e.what()), 0, device_uuid});
+      out.fatal_error = one_line_error(e.what());
       return;
     }
   }

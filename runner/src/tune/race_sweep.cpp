@@ -15,9 +15,6 @@ using cache::Status;
 
 namespace {
 
-// Interleaved rounds are batched up to this much estimated kernel time per batch.
-constexpr std::int64_t kBatchNs = 50'000'000;
-
 // One config's state in a race.
 struct Entry {
   Config config;
@@ -36,10 +33,6 @@ struct Sticky {
   std::string what;
 };
 
-std::string flat(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
-}
 
 // A config's warmup run is kept in the screen only while the key's runs are short: a first run
 // of a long kernel differs from the next by far less than the screen's bound, and costs as much.
@@ -56,7 +49,7 @@ std::string what_of(std::exception_ptr e) {
   try {
     std::rethrow_exception(root_cause(e));
   } catch (const std::exception& x) {
-    return flat(x.what());
+    return one_line_error(x.what());
   } catch (...) {
     return "unknown exception";
   }
@@ -84,7 +77,7 @@ bool run_chunk(const std::vector<Config>& runs, const std::vector<Entry*>& owner
   } catch (const CudaError& x) {
     if (x.sticky()) {
       for (auto* e : members) mark_failed(*e, std::current_exception());
-      throw Sticky{flat(x.what())};
+      throw Sticky{one_line_error(x.what())};
     }
   } catch (const std::exception&) {
   }
