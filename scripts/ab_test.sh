@@ -3,8 +3,9 @@
 #   scripts/ab_test.sh [--rounds K] [--resolution R] VAR VALUE_A VALUE_B [bench arguments...]
 #   scripts/ab_test.sh [--rounds K] [--resolution R] --aa VAR VALUE [bench arguments...]
 # 1. a record run (autotunes what the cache lacks, records every benchmark's config);
-# 2. K rounds (default 4) of short replay processes of exactly those configs, in the order
-#    A B B A, so a drift of the machine during the A/B (clocks, heat) falls on both sides alike;
+# 2. K rounds (default 4; at least 4 for a verdict of slower or faster) of short replay processes
+#    of exactly those configs, each round A B B A (2 processes a side), so a drift of the machine
+#    during the A/B (clocks, heat) falls on both sides alike;
 # 3. per side one Google Benchmark JSON whose repetitions are the processes' medians (a process's
 #    repetitions share its state, so they are one sample, not several), compare.py's output on
 #    them, and the verdict of scripts/ab_verdict.py: per benchmark the ratio B/A with its 95%
@@ -55,6 +56,10 @@ if ! [[ $var =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
   echo "ab_test: '$var' is not an environment variable name" >&2
   exit 2
 fi
+if [ "$var" = REPLAY_FROM ]; then
+  echo "ab_test: REPLAY_FROM is what ab_test sets for every replay; choose another variable" >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH:-$here/build/bench/bench}
 python=${PYTHON:-/usr/bin/python3}
@@ -62,33 +67,59 @@ python=${PYTHON:-/usr/bin/python3}
 args=("$@")
 for arg in "${args[@]}"; do
   case $arg in
-    --benchmark_out=*|--benchmark_out_format=*|--benchmark_format=*|--tunebench_runs=*)
+    --benchmark_out|--benchmark_out=*|--benchmark_out_format*|--benchmark_format*|--tunebench_runs|--tunebench_runs=*)
       echo "ab_test: $arg: ab_test writes each run's JSON into its run directory itself; leave it out" >&2
+      exit 2 ;;
+    --benchmark_report_aggregates_only*)
+      echo "ab_test: $arg: the verdict needs each process's repetitions (their median); leave it out" >&2
       exit 2 ;;
   esac
 done
 [ ${#args[@]} -gt 0 ] || args=(--benchmark_filter=^mxfp4)
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=3)
 runs=${TUNEBENCH_RUNS:-runs}
-ab_dir=$runs/ab-$(date +%Y%m%d-%H%M%S)
+made_runs=0
+[ -d "$runs" ] || { mkdir -p "$runs" && made_runs=1; }
+stamp=$(date +%Y%m%d-%H%M%S)
+ab_dir=$runs/ab-$stamp
 n=1
-while [ -e "$ab_dir" ]; do n=$((n + 1)); ab_dir=$runs/ab-$(date +%Y%m%d-%H%M%S)-$n; done
-mkdir -p "$ab_dir"
+until mkdir "$ab_dir" 2>/dev/null; do  # mkdir is the claim: two A/Bs in one second get two folders
+  n=$((n + 1))
+  [ $n -le 100 ] || { echo "ab_test: cannot create an A/B folder under $runs" >&2; exit 1; }
+  ab_dir=$runs/ab-$stamp-$n
+done
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+done_ok=0
+cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
+  rm -f "$log"
+  if [ $done_ok = 0 ]; then
+    rm -rf "$ab_dir"
+    [ $made_runs = 0 ] || rmdir "$runs" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
 
 run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directory it made
   local label=$1; shift
   echo "ab_test: $label" >&2
   if ! env "$@" "$bench" "${args[@]}" >/dev/null 2>"$log"; then
     cat "$log" >&2
-    echo "ab_test: the $label run failed" >&2
+    echo "ab_test: the $label failed" >&2
     exit 1
   fi
   grep -o 'bench: run directory .*' "$log" | tail -1 | cut -d' ' -f4-
 }
 
 record=$(run_dir "record run")
+# A record run whose every benchmark failed (no GPU for GPU ops, say) would make every replay fail too.
+"$python" - "$record/results.json" <<'PY' || exit 1
+import json, sys
+runs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type") == "iteration"]
+failed = [b for b in runs if b.get("error_occurred")]
+if runs and len(failed) == len(runs):
+    sys.exit(f"ab_test: every benchmark of the record run failed (first: {failed[0]['name']}: "
+             f"{failed[0].get('error_message', '')}); choose benchmarks that run here (--benchmark_filter)")
+PY
 side_a=() side_b=()
 replay() {  # replay SIDE: one replay process of that side, its results kept in the A/B folder
   local side=$1 value dir list
@@ -101,11 +132,13 @@ for round in $(seq 1 "$rounds"); do
   for side in a b b a; do replay "$side"; done
 done
 echo "ab_test: record $record; $((2 * rounds)) replay processes per side; A/B folder $ab_dir" >&2
-verdict=(--resolution "$resolution")
+verdict=(--resolution "$resolution" --what "$var: A=$a, B=$b; configs of $record")
 [ $aa = 0 ] || verdict+=(--aa)
 "$python" "$here/scripts/ab_verdict.py" --a "${side_a[@]}" --b "${side_b[@]}" --out "$ab_dir" "${verdict[@]}" \
   >"$ab_dir/verdict.txt" || exit 1
+done_ok=1  # the verdict is made: the folder stays whatever compare.py says
 echo "compare.py on the per-process medians ($ab_dir/a.json against b.json):"
 "$here/scripts/compare_results.sh" "$ab_dir/a.json" "$ab_dir/b.json" || true
 echo
 cat "$ab_dir/verdict.txt"
+done_ok=1

@@ -13,10 +13,14 @@ samples, as it assumes), with a median aggregate per benchmark.
 
 Per benchmark: the ratio of medians B/A, its 95% interval by bootstrap over the processes
 (scipy.stats.bootstrap, percentile method, fixed seed), the Mann-Whitney U test's p-value
-(scipy.stats.mannwhitneyu, two-sided), and a verdict: "slower" (the interval above 1), "faster"
-(below 1), "no difference" (the interval inside 1 +- R, the resolution asked for), else
-"inconclusive" (more rounds would narrow it). DIR/verdict.json holds them; the table goes to stdout.
-Benchmarks that failed in any process are left out, named on stderr.
+(scipy.stats.mannwhitneyu, two-sided), and a verdict: "slower" (the interval above 1 and U p <
+0.05), "faster" (below 1, likewise), "no difference" (the interval inside [1/(1+R), 1+R], R the
+resolution asked for), else "inconclusive" (more rounds would narrow it). With fewer than
+MIN_PROCESSES processes a side the percentile bootstrap is too narrow (scripts/ab_null_rate.py:
+its interval excluded 1 for identical normal samples in 34% of trials at 2 a side, 7.3% at 4,
+2.3% at 8), so no benchmark is called slower or faster. Times are compared in seconds, whatever unit each file reports. DIR/verdict.json
+holds them; the table goes to stdout. Benchmarks that failed in any process are left out, named
+on stderr. Exit status: 0, 1 nothing to compare, 2 bad usage or input.
 """
 
 import argparse
@@ -26,10 +30,16 @@ import statistics
 import sys
 
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+MIN_PROCESSES = 8  # a side, for a verdict of slower or faster (4 rounds of A B B A)
 
 
-def fail(message):
-    sys.exit("ab_verdict: " + message)
+def fail(message, status=2):
+    print("ab_verdict: " + message, file=sys.stderr)
+    sys.exit(status)
+
+
+def seconds(b, key):
+    return float(b[key]) * UNIT_S.get(b.get("time_unit", "ns"), 1e-9)
 
 
 def load(path):
@@ -58,11 +68,12 @@ def process_samples(doc):
     for name, runs in iterations.items():
         if name in failed:
             continue
+        # In seconds: two files may report one benchmark in different units.
         if name in medians:
-            out[name] = (medians[name]["real_time"], medians[name]["cpu_time"], runs[0])
+            out[name] = (seconds(medians[name], "real_time"), seconds(medians[name], "cpu_time"), runs[0])
         else:
-            out[name] = (statistics.median(r["real_time"] for r in runs), statistics.median(r["cpu_time"] for r in runs),
-                         runs[0])
+            out[name] = (statistics.median(seconds(r, "real_time") for r in runs),
+                         statistics.median(seconds(r, "cpu_time") for r in runs), runs[0])
     return out, failed
 
 
@@ -76,15 +87,17 @@ def merged(docs, side, names):
     for family_index, name in enumerate(names):
         values = [s[name] for s in samples]
         for i, (real, cpu, entry) in enumerate(values):
-            e = {k: v for k, v in entry.items() if k in ("name", "run_name", "time_unit", "label", "threads")}
+            e = {k: v for k, v in entry.items() if k in ("name", "run_name", "label", "threads")}
+            scale = UNIT_S.get(values[0][2].get("time_unit", "ns"), 1e-9)  # the first process's unit
             e.update({"name": name, "run_name": name, "run_type": "iteration", "family_index": family_index,
                       "per_family_instance_index": 0, "repetitions": len(values), "repetition_index": i,
-                      "iterations": 1, "real_time": real, "cpu_time": cpu})
+                      "iterations": 1, "real_time": real / scale, "cpu_time": cpu / scale,
+                      "time_unit": values[0][2].get("time_unit", "ns")})
             benchmarks.append(e)
         median = dict(benchmarks[-1])
         median.update({"name": name + "_median", "run_type": "aggregate", "aggregate_name": "median",
-                       "real_time": statistics.median(v[0] for v in values),
-                       "cpu_time": statistics.median(v[1] for v in values)})
+                       "real_time": statistics.median(v[0] for v in values) / scale,
+                       "cpu_time": statistics.median(v[1] for v in values) / scale})
         median.pop("repetition_index", None)
         benchmarks.append(median)
     return {"context": context, "benchmarks": benchmarks}
@@ -102,9 +115,10 @@ def verdict_of(a, b, resolution):
                           method="percentile", random_state=np.random.default_rng(20261201))
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     p = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    if low > 1:
+    enough = len(a) >= MIN_PROCESSES and len(b) >= MIN_PROCESSES
+    if low > 1 and p < 0.05 and enough:
         verdict = "slower"
-    elif high < 1:
+    elif high < 1 and p < 0.05 and enough:
         verdict = "faster"
     elif low >= 1 / (1 + resolution) and high <= 1 + resolution:
         verdict = "no difference"
@@ -114,13 +128,19 @@ def verdict_of(a, b, resolution):
 
 
 def main():
-    parser = argparse.ArgumentParser(usage=__doc__.splitlines()[2].strip())
+    parser = argparse.ArgumentParser(usage=__doc__.splitlines()[2].strip()[len("usage: "):])
     parser.add_argument("--a", nargs="+", required=True, metavar="RESULTS.json")
     parser.add_argument("--b", nargs="+", required=True, metavar="RESULTS.json")
     parser.add_argument("--out", required=True, metavar="DIR")
     parser.add_argument("--resolution", type=float, default=0.01, metavar="R")
     parser.add_argument("--aa", action="store_true", help="both sides identical: report the flag count as the A/A")
+    parser.add_argument("--what", default="", help="what was compared, for the verdict's header")
     args = parser.parse_args()
+    try:
+        import numpy  # noqa: F401
+        from scipy import stats  # noqa: F401
+    except ImportError:
+        fail("scipy is not installed (Debian: python3-scipy, which scripts/setup.sh installs)")
     if not 0 < args.resolution < 1:
         fail(f"--resolution {args.resolution}: expected a fraction between 0 and 1 (0.01 is 1%)")
     docs_a, docs_b = [load(p) for p in args.a], [load(p) for p in args.b]
@@ -133,8 +153,11 @@ def main():
     if failed:
         print(f"ab_verdict: left out, failed in a process: {' '.join(sorted(failed))}", file=sys.stderr)
     if not names:
-        fail("no benchmark ran in every process of both sides: nothing to compare")
-    os.makedirs(args.out, exist_ok=True)
+        fail("no benchmark ran in every process of both sides: nothing to compare", 1)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        fail(f"--out {args.out}: {e.strerror}, expected a folder to write into")
     for side, docs in (("a", docs_a), ("b", docs_b)):
         with open(os.path.join(args.out, f"{side}.json"), "w", encoding="utf-8") as f:
             json.dump(merged(docs, side.upper(), names), f, indent=2)
@@ -143,17 +166,20 @@ def main():
         a = [s[name][0] for s in (process_samples(d)[0] for d in docs_a)]
         b = [s[name][0] for s in (process_samples(d)[0] for d in docs_b)]
         unit = process_samples(docs_a[0])[0][name][2].get("time_unit", "ns")
+        scale = UNIT_S.get(unit, 1e-9)
         ratio, low, high, p, verdict = verdict_of(a, b, args.resolution)
-        rows.append({"benchmark": name, "time_unit": unit, "a_median": statistics.median(a),
-                     "b_median": statistics.median(b), "ratio": ratio, "ci_low": low, "ci_high": high,
-                     "u_test_p": p, "verdict": verdict, "a_samples": a, "b_samples": b})
+        rows.append({"benchmark": name, "time_unit": unit, "a_median": statistics.median(a) / scale,
+                     "b_median": statistics.median(b) / scale, "ratio": ratio, "ci_low": low, "ci_high": high,
+                     "u_test_p": p, "verdict": verdict, "a_samples_s": a, "b_samples_s": b})
+    if args.what:
+        print(f"A/B: {args.what}")
     width = max(len(r["benchmark"]) for r in rows)
-    print(f"{'benchmark':<{width}}  {'A median':>10}  {'B median':>10}  {'B/A':>7}  {'95% interval':>17}  {'U p':>6}  verdict")
+    print(f"{'benchmark':<{width}}  {'A median':>12}  {'B median':>12}  {'B/A':>7}  {'95% interval':>17}  {'U p':>6}  verdict")
     for r in rows:
         interval = f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]" if r["ci_low"] is not None else "-"
         p = f"{r['u_test_p']:.3f}" if r["u_test_p"] is not None else "-"
-        print(f"{r['benchmark']:<{width}}  {r['a_median']:>10.4g}  {r['b_median']:>10.4g}  {r['ratio']:>7.4f}  "
-              f"{interval:>17}  {p:>6}  {r['verdict']}")
+        print(f"{r['benchmark']:<{width}}  {r['a_median']:>9.4g} {r['time_unit']:<2}  {r['b_median']:>9.4g} "
+              f"{r['time_unit']:<2}  {r['ratio']:>7.4f}  {interval:>17}  {p:>6}  {r['verdict']}")
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("slower", "faster", "no difference", "inconclusive")}
     flagged = counts["slower"] + counts["faster"]
     summary = (f"verdict: {len(rows)} benchmarks, {counts['slower']} slower, {counts['faster']} faster, "
@@ -161,11 +187,14 @@ def main():
                f"(B/A, 95% bootstrap intervals over {len(docs_a)} and {len(docs_b)} processes; "
                f"resolution {100 * args.resolution:g}%)")
     print(summary)
+    if min(len(docs_a), len(docs_b)) < MIN_PROCESSES:
+        print(f"(fewer than {MIN_PROCESSES} processes a side: no benchmark is called slower or faster; "
+              f"run --rounds {MIN_PROCESSES // 2} or more)")
     if args.aa:
         print(f"A/A: {flagged} of {len(rows)} benchmarks flagged ({100 * flagged / len(rows):.1f}%; "
               f"identical sides, so each flag is a false positive: about 5% expected at 95% intervals)")
     with open(os.path.join(args.out, "verdict.json"), "w", encoding="utf-8") as f:
-        json.dump({"resolution": args.resolution, "aa": args.aa, "processes_a": len(docs_a),
+        json.dump({"what": args.what, "resolution": args.resolution, "aa": args.aa, "processes_a": len(docs_a),
                    "processes_b": len(docs_b), "summary": summary, "benchmarks": rows}, f, indent=2)
 
 

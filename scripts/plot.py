@@ -18,7 +18,8 @@ For a run directory with sweep.jsonl (a sweep in child processes):
                            decode/prefill, bench's re-timing on its own lane
 The files go into the run directory (a JSON file: the folder it is in), or into --out DIR.
 Time is the median of the repetitions where there are some, else the single run.
-Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it).
+Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it). A bad input gets one
+line on stderr and exit status 2, before any picture is written.
 """
 
 import argparse
@@ -37,13 +38,14 @@ BASELINE = {"mxfp4_gemm": "bf16_gemm"}
 
 
 def fail(message):
-    sys.exit("plot.py: " + message)
+    print("plot.py: " + message, file=sys.stderr)
+    sys.exit(2)
 
 
 def load_results(path):
     """The Google Benchmark JSON at `path`; one line and exit 2 for anything else."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             doc = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         fail(f"{path}: not Google Benchmark JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
@@ -117,7 +119,10 @@ def plain_log_y(ax, ticker):
     ax.set_yscale("log")
     plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
     ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    low, high = ax.get_ylim()
+    narrow = high / low < 10 if low > 0 else False  # under a decade: label every minor tick
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(
+        lambda v, _: f"{v:g}" if narrow or f"{v:g}"[0] in "25" else ""))
 
 
 def plot_sets(plt, ticker, data, source, out_dir, written):
@@ -191,32 +196,54 @@ def plot_sets(plt, ticker, data, source, out_dir, written):
             plt.close(fig)
 
 
-def plot_timeline(plt, log_path, out_dir, written):
+def sweep_records(log_path):
+    """The records of a sweep log; a torn last line (a killed run) is dropped, any other line that
+    is not a record is an error."""
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    records = []
+    for n, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+            if not isinstance(r, dict) or not isinstance(r.get("record"), str):
+                raise ValueError("not a record")
+            if r["record"] in ("preparing", "tuned", "retimed"):
+                float(r["time"])
+                str(r["key"])
+            records.append(r)
+        except (ValueError, KeyError, TypeError):
+            if n == len(lines):
+                break  # torn by a killed run
+            fail(f"{log_path}:{n}: not a record of a sweep log (a JSON object with record, key and time)")
+    return records
+
+
+def plot_timeline(plt, records, out_dir, written):
     starts, lanes, bars = {}, [], []
-    with open(log_path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                fail(f"{log_path}:{n}: not a JSON line of a sweep log")
-            worker = r.get("worker", "?")
-            lane = (r.get("round", 1), worker)
-            if r.get("record") == "preparing":
-                starts[(lane, r["key"])] = r["time"]
-            elif r.get("record") == "tuned" and (lane, r["key"]) in starts:
-                bars.append((lane, starts.pop((lane, r["key"])), r["time"], r["key"]))
-            elif r.get("record") == "retimed":
-                bars.append((lane, r["time"] - r.get("seconds", 0), r["time"], r["key"]))
-            if lane not in lanes and r.get("record") in ("started", "preparing", "retimed"):
-                lanes.append(lane)
+    for r in records:
+        worker = r.get("worker", "?")
+        lane = (r.get("round", 1), worker)
+        if r.get("record") == "preparing":
+            starts[(lane, r["key"])] = float(r["time"])
+        elif r.get("record") == "tuned" and (lane, r["key"]) in starts:
+            bars.append((lane, starts.pop((lane, r["key"])), float(r["time"]), r["key"]))
+        elif r.get("record") == "retimed":
+            bars.append((lane, float(r["time"]) - float(r.get("seconds", 0)), float(r["time"]), r["key"]))
+        if lane not in lanes and r.get("record") in ("started", "preparing", "retimed"):
+            lanes.append(lane)
     if not bars:
         return
     t0 = min(b[1] for b in bars)
-    kinds = sorted({(k.split("/")[0], "prefill" if "prefill" in k.split("/")[1] else "decode") for *_, k in bars})
+    def kind_of(key):
+        parts = key.split("/")
+        return parts[0], "prefill" if len(parts) > 1 and "prefill" in parts[1] else "decode"
+    kinds = sorted({kind_of(k) for *_, k in bars})
     colour = {kind: f"C{i % 10}" for i, kind in enumerate(kinds)}
     fig, ax = plt.subplots(figsize=(11, 0.6 * len(lanes) + 2))
     for lane, start, end, key in bars:
-        kind = (key.split("/")[0], "prefill" if "prefill" in key.split("/")[1] else "decode")
+        kind = kind_of(key)
         ax.barh(lanes.index(lane), end - start, left=start - t0, height=0.6, color=colour[kind], edgecolor="white",
                 linewidth=0.3)
     for kind, c in colour.items():
@@ -263,9 +290,9 @@ def plot_ab(plt, path, out_dir, written):
     ax.set_yticklabels([r["benchmark"].replace("/manual_time", "") for r in rows], fontsize=6)
     ax.invert_yaxis()
     ax.set_xlabel("B / A (ratio of the medians of per-process medians; bars: 95% bootstrap interval)")
-    ax.set_title(f"A/B: {v.get('processes_a', '?')} and {v.get('processes_b', '?')} processes per side"
-                 + (" (A/A)" if v.get("aa") else ""))
-    ax.legend(fontsize=7, loc="best")
+    ax.set_title(f"A/B{' (A/A)' if v.get('aa') else ''}: {v.get('what') or '?'}\n"
+                 f"{v.get('processes_a', '?')} and {v.get('processes_b', '?')} processes per side", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="x", alpha=0.3)
     save(fig, out_dir, "ab-ratio", written)
     plt.close(fig)
@@ -285,29 +312,40 @@ def main():
     except ImportError:
         fail("matplotlib is not installed (Debian: apt-get install python3-matplotlib, or scripts/setup.sh)")
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-    written = []
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            fail(f"--out {args.out}: {e.strerror or e}, expected a folder to write into")
+    # Every input read and checked before the first picture, so a bad one leaves none behind.
+    jobs = []
     for given in args.inputs:
         verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
         if os.path.isfile(verdict):
-            plot_ab(plt, verdict, args.out or os.path.dirname(os.path.abspath(verdict)), written)
+            jobs.append(("ab", verdict, args.out or os.path.dirname(os.path.abspath(verdict))))
             continue
         if os.path.isdir(given):
             results = os.path.join(given, "results.json")
             if not os.path.isfile(results):
-                fail(f"{given}: a folder without results.json (a run directory of bench with JSON output?)")
+                fail(f"{given}: a folder with neither results.json (a run directory) nor verdict.json (an A/B folder)")
         elif os.path.isfile(given):
             results = given
         else:
             fail(f"{given}: no such file or folder")
         doc = load_results(results)
-        out_dir = args.out or os.path.dirname(os.path.abspath(results))
+        log = os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")
+        records = sweep_records(log) if os.path.isfile(log) else None
+        jobs.append(("run", (doc, records), args.out or os.path.dirname(os.path.abspath(results))))
+    written = []
+    for kind, what, out_dir in jobs:
+        if kind == "ab":
+            plot_ab(plt, what, out_dir, written)
+            continue
+        doc, records = what
         context = doc["context"]
         source = f"{context.get('gpu_name', context.get('host_name', '?'))}, {str(context.get('date', '?'))[:10]}"
         plot_sets(plt, ticker, points(doc), source, out_dir, written)
-        log = os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")
-        if os.path.isfile(log):
-            plot_timeline(plt, log, out_dir, written)
+        if records:
+            plot_timeline(plt, records, out_dir, written)
     if not written:
         fail("nothing to plot: no benchmark of the inputs ran (every entry failed, or none is a tunebench benchmark)")
     for path in written:

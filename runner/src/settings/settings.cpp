@@ -91,7 +91,8 @@ FaultInjection parse_fault(const string& v, const string& what) {
   } else if (auto w = after("slowdown=")) {
     char* end = nullptr;
     const double x = std::strtod(w->c_str(), &end);
-    if (w->empty() || *end != '\0' || !(x > 0) || !(x <= 10)) {
+    const bool decimal = w->find_first_not_of("0123456789.eE+-") == string::npos;  // strtod also takes hex, inf
+    if (w->empty() || !decimal || *end != '\0' || !(x > 0) || !(x <= 10)) {
       throw invalid_argument(what + "='" + v + "': slowdown expects a fraction F, 0 < F <= 10 (0.01 is 1% slower)");
     }
     f.slowdown = x;
