@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cpu_mxfp4_gemm.hpp"
+#include "host_op.hpp"
 #include "settings_from_env.hpp"
 #include "tune/autotuner.hpp"
 #include "tune/sweep_strategy.hpp"
@@ -296,26 +297,10 @@ TEST(Autotuner, TheStrategyGetsThePreparedConfigsAndChoosesTheWinner) {
 
 namespace {
 
-// Twenty configs B=1..20 that every shape can run: the race's tests need a field to drop from.
-class FieldOp final : public tunebench::Op {
- public:
-  std::string name() const override { return "field"; }
-  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
-  bool needs_gpu() const override { return false; }
-  std::string kernel_version() const override { return "field-1"; }
-  std::vector<Config> config_space(tunebench::SpaceKind kind) const override {
-    std::vector<std::int64_t> b;
-    for (int i = 1; i <= (kind == tunebench::SpaceKind::kExpanded ? 24 : 20); ++i) b.push_back(i);
-    return tunebench::cartesian_product({{"B", b}});
-  }
-  bool can_implement(const Config&, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
-    return true;
-  }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
-  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
-  double flops(const tunebench::Shape&) const override { return 1; }
-  double bytes(const tunebench::Shape&) const override { return 1; }
-};
+// Twenty configs B=1..20 (24 in the expanded space): the race's tests need a field to drop from.
+tunebench::testing::HostOp FieldOp() {
+  return tunebench::testing::HostOp("field", tunebench::testing::b_range(1, 20), tunebench::testing::b_range(1, 24));
+}
 
 // A batched timer over fixed times per config that keeps every batch it was given and counts.
 struct Recorder {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "host_op.hpp"
 #include "tune/config_choice.hpp"
 
 namespace fs = std::filesystem;
@@ -15,24 +16,8 @@ using tunebench::Config;
 
 namespace {
 
-// Three host configs B=1..3; B=2 is the fastest.
-class TwoFastOp final : public tunebench::Op {
- public:
-  std::string name() const override { return "two_fast"; }
-  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
-  bool needs_gpu() const override { return false; }
-  std::string kernel_version() const override { return "two-fast-1"; }
-  std::vector<Config> config_space(tunebench::SpaceKind) const override {
-    return tunebench::cartesian_product({{"B", {1, 2, 3}}});
-  }
-  bool can_implement(const Config&, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
-    return true;
-  }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
-  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
-  double flops(const tunebench::Shape&) const override { return 1; }
-  double bytes(const tunebench::Shape&) const override { return 1; }
-};
+// Three host configs B=1..3 (the tests' timers make B=2 the fastest).
+tunebench::testing::HostOp TwoFastOp() { return tunebench::testing::HostOp("two_fast", {1, 2, 3}); }
 
 }  // namespace
 
@@ -50,7 +35,7 @@ TEST(ConfigChoice, ABusyCacheKeepsTheSweepsWinnerForTheRun) {
       file, tunebench::cache::ConfigCache::OnDamage::kMoveAside,
       tunebench::cache::BusyPolicy{std::chrono::milliseconds(20), std::chrono::milliseconds(100)});
   context.tune.budget_per_config = std::chrono::milliseconds(1);
-  const tunebench::Family family{"two_fast/s/M:8/N:64/K:64", std::make_shared<TwoFastOp>(),
+  const tunebench::Family family{"two_fast/s/M:8/N:64/K:64", std::make_shared<tunebench::testing::HostOp>(TwoFastOp()),
                                  tunebench::Shape{"s", "w", 8, 64, 64, 0, 0, std::nullopt}};
   std::atomic<int> runs{0};
   const tunebench::RunTimer timer = tunebench::run_by_run([&](const Config& c) {

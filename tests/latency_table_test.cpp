@@ -8,34 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "host_op.hpp"
 #include "plan/family.hpp"
 #include "report/baseline_speedup.hpp"
 #include "report/latency_table.hpp"
 
 namespace {
 
-using tunebench::Config;
-
-class TableOp final : public tunebench::Op {
- public:
-  TableOp(std::string name, std::string baseline) : name_(std::move(name)), baseline_(std::move(baseline)) {}
-  std::string name() const override { return name_; }
-  std::string baseline() const override { return baseline_; }
-  benchmark::TimeUnit time_unit() const override { return benchmark::kMicrosecond; }
-  bool needs_gpu() const override { return false; }
-  std::string kernel_version() const override { return "1"; }
-  std::vector<Config> config_space(tunebench::SpaceKind) const override { return {Config{{"B", 1}}}; }
-  bool can_implement(const Config&, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
-    return true;
-  }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
-  void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
-  double flops(const tunebench::Shape&) const override { return 1; }
-  double bytes(const tunebench::Shape&) const override { return 1; }
-
- private:
-  std::string name_, baseline_;
-};
+std::shared_ptr<const tunebench::Op> op(std::string name, std::string baseline = "") {
+  return std::make_shared<tunebench::testing::HostOp>(std::move(name), std::vector<std::int64_t>{1},
+                                                      std::vector<std::int64_t>{}, std::move(baseline));
+}
 
 tunebench::Shape shape(std::int64_t m) {
   tunebench::Shape s;
@@ -66,7 +49,7 @@ benchmark::BenchmarkReporter::Run run(const std::string& name, double us, double
 }  // namespace
 
 TEST(LatencyTable, AnOpsRowShowsItsBaselineAndTheSpeedup) {
-  const tunebench::OpList ops = {std::make_shared<TableOp>("fast_op", "base_op"), std::make_shared<TableOp>("base_op", "")};
+  const tunebench::OpList ops = {op("fast_op", "base_op"), op("base_op")};
   const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
   tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
   std::ostringstream sink;
@@ -85,7 +68,7 @@ TEST(LatencyTable, AnOpsRowShowsItsBaselineAndTheSpeedup) {
 }
 
 TEST(LatencyTable, ATableWithoutBaselinesHasNoBaselineColumns) {
-  const tunebench::OpList ops = {std::make_shared<TableOp>("alone_op", "")};
+  const tunebench::OpList ops = {op("alone_op")};
   const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1)}}});
   tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
   std::ostringstream sink;
@@ -95,7 +78,7 @@ TEST(LatencyTable, ATableWithoutBaselinesHasNoBaselineColumns) {
 }
 
 TEST(LatencyTable, ABenchmarkWhoseClockFellIsFlaggedAndCounted) {
-  const tunebench::OpList ops = {std::make_shared<TableOp>("hot_op", "")};
+  const tunebench::OpList ops = {op("hot_op")};
   const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
   tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
   std::ostringstream sink;
@@ -111,7 +94,7 @@ TEST(LatencyTable, ABenchmarkWhoseClockFellIsFlaggedAndCounted) {
 }
 
 TEST(BaselineSpeedup, TheJsonEntryOfAnOpCarriesItsSpeedupOverTheBaseline) {
-  const tunebench::OpList ops = {std::make_shared<TableOp>("fast_op", "base_op"), std::make_shared<TableOp>("base_op", "")};
+  const tunebench::OpList ops = {op("fast_op", "base_op"), op("base_op")};
   const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {shape(1), shape(8)}}});
   auto doc = nlohmann::json::parse(R"({"context": {}, "benchmarks": [
     {"run_name": "fast_op/set/M:1/N:64/K:64/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "us"},
