@@ -13,14 +13,15 @@
 #    inconclusive.
 # --aa: both sides VAR=VALUE: how many benchmarks the method flags on this machine when nothing
 # differs (its calibration; about 5% expected). Default bench arguments: --benchmark_filter=^mxfp4
-# and, per replay process, --benchmark_repetitions=3. Everything is kept in an A/B folder
+# and, per process unless given, --benchmark_repetitions=3 --benchmark_min_time=0.01 (a process's
+# repetitions are one sample however long they run: rounds buy resolution, long loops do not). Everything is kept in an A/B folder
 # ab-YYYYmmdd-HHMMSS under TUNEBENCH_RUNS (default runs/): a.json, b.json, verdict.json, and each
 # process's results as a-1.json, b-1.json, ... (their run directories stay where bench made them).
 # BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
 # PYTHON as for scripts/compare_results.sh.
 set -euo pipefail
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 usage="usage: scripts/ab_test.sh [--rounds K] [--resolution R] VAR VALUE_A VALUE_B [bench arguments...], or --aa VAR VALUE [...] (--help for more)"
@@ -77,6 +78,7 @@ for arg in "${args[@]}"; do
 done
 [ ${#args[@]} -gt 0 ] || args=(--benchmark_filter=^mxfp4)
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=3)
+printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_min_time' || args+=(--benchmark_min_time=0.01)
 runs=${TUNEBENCH_RUNS:-runs}
 made_runs=0
 [ -d "$runs" ] || { mkdir -p "$runs" && made_runs=1; }
@@ -100,13 +102,13 @@ cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
 trap cleanup EXIT
 
 run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directory it made
-  local label=$1; shift
-  echo "ab_test: $label" >&2
+  local label=$1 start=$SECONDS; shift
   if ! env "$@" "$bench" "${args[@]}" >/dev/null 2>"$log"; then
     cat "$log" >&2
     echo "ab_test: the $label failed" >&2
     exit 1
   fi
+  echo "ab_test: $label: $((SECONDS - start)) s" >&2  # a process's cost, for the rounds' budget
   grep -o 'bench: run directory .*' "$log" | tail -1 | cut -d' ' -f4-
 }
 

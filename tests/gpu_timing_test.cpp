@@ -214,6 +214,37 @@ TEST_F(GpuTiming, HbmReadReadsEveryWordOfItsBytes) {
 
 // The sweep's batches: runs launched back to back and collected once are attributed run by run,
 // configs interleaved, eagerly and in graphs, and agree with runs timed one per call.
+TEST_F(GpuTiming, SlowdownControlLengthensEveryTimedRunByItsFraction) {
+  // The A/B method's positive control on a GPU op: the measured time times 1 + F in every mode,
+  // in the sweep's batches and in Google Benchmark's loop alike.
+  SpinOp op("spin_20us", 20'000);
+  const Config c = op.config_space(tunebench::SpaceKind::kDefault)[0];
+  tunebench::TimingFaults slow;
+  slow.slowdown = 0.5;
+  for (const auto mode : {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph, tunebench::TimingMode::kEvent}) {
+    OpTiming plain(op, shape(1, 1, 1), 0, {mode, false}), slowed(op, shape(1, 1, 1), 0, {mode, false}, slow);
+    const double base = median_us(plain, c), us = median_us(slowed, c);
+    std::cout << "spin 20 us, " << to_string(mode) << ": " << base << " us, slowdown 0.5: " << us << " us\n";
+    EXPECT_NEAR(us / base, 1.5, 0.03) << to_string(mode);
+  }
+  auto context = std::make_shared<tunebench::RunContext>();
+  context->gpu_available = true;
+  context->device = device_;
+  context->timing_mode = tunebench::TimingMode::kKernel;
+  context->fault.slowdown = 0.5;
+  auto spin = std::make_shared<SpinOp>("spin_100us", 100'000);
+  benchmark::ClearRegisteredBenchmarks();
+  for (const auto& f : tunebench::make_families({spin}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
+    tunebench::register_family(f, context);
+  }
+  Capture capture;
+  benchmark::RunSpecifiedBenchmarks(&capture);
+  benchmark::ClearRegisteredBenchmarks();
+  ASSERT_EQ(capture.runs_.size(), 1u);
+  ASSERT_FALSE(capture.runs_[0].error_occurred) << capture.runs_[0].error_message;
+  EXPECT_NEAR(capture.runs_[0].GetAdjustedRealTime(), 150.0, 3.0);
+}
+
 TEST_F(GpuTiming, ABatchOfInterleavedConfigsIsAttributedRunByRun) {
   SpinOp op("spin_20us", 20'000);
   const Config one{{"BLOCKS", 1}};

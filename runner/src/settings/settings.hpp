@@ -25,9 +25,10 @@ struct FaultInjection {
   std::string sticky_config;  ///< "sticky-config=C": config C fails like an illegal address
   std::string hang_config;    ///< "hang-config=C": config C never returns
   bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
-  /// "slowdown=F": the A/B method's positive control: every timed run of a host op takes F (a
-  /// fraction, 0 < F <= 10) longer, a busy wait inside the timed window sized from the config's
-  /// own time. GPU ops refuse it (their benchmarks end with an error saying so).
+  /// "slowdown=F": the A/B method's positive control: every timed run takes F (a fraction,
+  /// 0 < F <= 10) longer: a host op by a busy wait inside the timed window sized from the
+  /// config's own time, a GPU op by its measured kernel (or event) time times 1 + F
+  /// (TimingFaults::slowdown says why).
   double slowdown = 0;
 };
 
