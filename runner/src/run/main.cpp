@@ -209,7 +209,8 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   try {
     status = run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
   } catch (const std::exception& e) {
-    std::cerr << "bench: " << escape_controls(e.what()) << "\n";  // one line whatever it quotes
+    // One line whatever it quotes, in one write: the ranks of an MPI job share a stderr.
+    std::cerr << ("bench: " + escape_controls(e.what()) + "\n");
   }
   MpiSession::end(status);  // rank 0 failing ends every rank
   return status;

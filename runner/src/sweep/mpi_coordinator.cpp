@@ -111,9 +111,16 @@ class Coordinator {
     return std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return !s.live || s.in_flight.empty(); });
   }
 
+  // Breadth first: every rank gets a key before any gets its second, so few keys still spread.
   void assign(const std::filesystem::path& dir, const ChildLaunch& launch) {
-    for (auto& s : slots) {
-      while (s.live && s.in_flight.size() < kInFlight && !queue_.empty()) {
+    for (std::size_t depth = 1; depth <= kInFlight; ++depth) {
+      for (auto& s : slots) assign_to(s, depth, dir, launch);
+    }
+  }
+
+  void assign_to(Slot& s, std::size_t depth, const std::filesystem::path& dir, const ChildLaunch& launch) {
+    {
+      while (s.live && s.in_flight.size() < depth && !queue_.empty()) {
         const std::size_t i = queue_.front();
         queue_.pop_front();
         s.in_flight.push_back(i);

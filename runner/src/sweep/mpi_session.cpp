@@ -82,7 +82,8 @@ std::string rank_device(int local_rank, const std::vector<std::string>& tokens, 
     throw std::invalid_argument("local rank " + std::to_string(local_rank) + " on " + host + ", but this host has " +
                                 std::to_string(tokens.size()) + " GPU entr" + (tokens.size() == 1 ? "y" : "ies") +
                                 " (CUDA_VISIBLE_DEVICES, else the cards the driver lists): start at most " +
-                                std::to_string(tokens.size()) + " ranks per host, one GPU each");
+                                std::to_string(tokens.size()) + (tokens.size() == 1 ? " rank" : " ranks") +
+                                " per host, one GPU each");
   }
   return tokens[static_cast<std::size_t>(local_rank)];
 }
