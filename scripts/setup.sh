@@ -5,7 +5,8 @@
 set -euo pipefail
 
 packages=(cmake g++ make libbenchmark-dev libgtest-dev libsqlite3-dev libyaml-cpp-dev
-          nlohmann-json3-dev libbenchmark-tools python3-scipy python3-matplotlib git locales)
+          nlohmann-json3-dev libbenchmark-tools python3-scipy python3-matplotlib git locales
+          libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${packages[@]}"; do

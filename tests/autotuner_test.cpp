@@ -243,7 +243,7 @@ TEST(Autotuner, PrecompilesExactlyTheConfigsItWillTimeBeforeTimingAny) {
   o.compile_threads = 3;
   // B=4 is rejected; B=1 failed in an earlier run; B=2 and B=3 remain.
   const std::vector<tunebench::cache::Measurement> known = {{"B=1", Status::kCompileFailed, std::nullopt,
-                                                             std::nullopt, std::nullopt, "bad", 0, ""}};
+                                                             std::nullopt, std::nullopt, "bad", 0, "", ""}};
   std::size_t precompiled_before_first_run = 99;
   const auto timer = tunebench::run_by_run([&](const Config& c) {
     if (precompiled_before_first_run == 99) precompiled_before_first_run = op.precompiled.size();
@@ -282,7 +282,7 @@ TEST(Autotuner, TheStrategyGetsThePreparedConfigsAndChoosesTheWinner) {
   FakeOp op;
   // B=4 is refused by can_implement and B=2 failed in an earlier run: neither reaches the strategy.
   const std::vector<tunebench::cache::Measurement> known = {{"B=2", Status::kLaunchFailed, std::nullopt,
-                                                             std::nullopt, std::nullopt, "earlier", 0, ""}};
+                                                             std::nullopt, std::nullopt, "earlier", 0, "", ""}};
   const auto out = tunebench::autotune(op, kShape, kDevice, fixed({{1, 10}, {2, 10}, {3, 10}}), o, known);
   ASSERT_EQ(strategy->handed.size(), 2u);
   EXPECT_EQ(strategy->handed[0].str(), "B=1");

@@ -39,7 +39,7 @@ class ConfigCacheTest : public ::testing::Test {
     return {"mxfp4_gemm", "k1", tuning_key, "NVIDIA H200", "9.0", "cuda 13.0", "kernel"};
   }
   static Measurement ok(const std::string& config, std::int64_t p50) {
-    return {config, Status::kOk, p50 - 10, p50, p50 + 10, "", 0, "GPU-1"};
+    return {config, Status::kOk, p50 - 10, p50, p50 + 10, "", 0, "GPU-1", ""};
   }
 
   fs::path dir_, file_;
@@ -82,7 +82,7 @@ TEST_F(ConfigCacheTest, StoreGetAndEraseAreReal) {
   ConfigCache cache(file_);
   EXPECT_FALSE(cache.best(key()));
   const Measurement failed{"B=2", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt,
-                           "error: too many resources", 0, "GPU-1"};
+                           "error: too many resources", 0, "GPU-1", ""};
   cache.store(key(), {ok("B=1", 1000), failed, ok("B=3", 900)}, Best{"B=3", 900, 0});
   ASSERT_TRUE(cache.best(key()));
   EXPECT_EQ(cache.best(key())->config, "B=3");
@@ -177,6 +177,31 @@ TEST_F(ConfigCacheTest, SchemaOneIsMigratedKeepingRows) {
   EXPECT_EQ(cache.best(key())->p50_ns, 777);
   cache.store(key(), {ok("B=7", 700)}, std::nullopt);
   EXPECT_EQ(cache.measurements(key()).size(), 1u);
+}
+
+// Schema 2 (no host column): its measurements stay readable, with an empty host, and new ones
+// get the host they were stored on, or the one they name.
+TEST_F(ConfigCacheTest, SchemaTwoIsMigratedWithHosts) {
+  {
+    ConfigCache v3(file_);
+    v3.store(key(), {ok("B=1", 500)}, std::nullopt);
+  }
+  {
+    tunebench::cache::Database v2(file_);
+    v2.exec("ALTER TABLE measurements DROP COLUMN host; PRAGMA user_version = 2;");
+  }
+  ConfigCache cache(file_);
+  EXPECT_FALSE(cache.moved_aside());
+  EXPECT_EQ(cache.database().user_version(), ConfigCache::kSchemaVersion);
+  ASSERT_EQ(cache.measurements(key()).size(), 1u);
+  EXPECT_EQ(cache.measurements(key())[0].host, "");
+  auto remote = ok("B=2", 400);
+  remote.host = "node-17";
+  cache.store(key(), {remote, ok("B=3", 450)}, std::nullopt);
+  EXPECT_EQ(cache.measurement(key(), "B=2")->host, "node-17");
+  char here[256] = {};
+  ASSERT_EQ(gethostname(here, sizeof here - 1), 0);
+  EXPECT_EQ(cache.measurement(key(), "B=3")->host, here);
 }
 
 TEST_F(ConfigCacheTest, NewerSchemaIsNotTouched) {

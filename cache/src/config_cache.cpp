@@ -1,5 +1,7 @@
 #include "tunebench/cache/config_cache.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,6 +107,14 @@ constexpr const char* kKeyList = "op, kernel_version, tuning_key, device_name, d
 constexpr const char* kKeyMatch =
     "op = ?1 AND kernel_version = ?2 AND tuning_key = ?3 AND device_name = ?4 AND device_cc = ?5 AND "
     "toolkit = ?6 AND timing_mode = ?7";
+
+std::string this_host() {
+  static const std::string name = [] {
+    char text[256] = {};
+    return gethostname(text, sizeof text - 1) == 0 ? std::string(text) : std::string();
+  }();
+  return name;
+}
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -241,6 +251,11 @@ void ConfigCache::migrate() {
               kKeyList + ", config))");
     version = 2;
   }
+  if (version < 3) {
+    // An added column with a default: rows of older files read as measured on an unknown host.
+    db_->exec("ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT ''");
+    version = 3;
+  }
   db_->exec("PRAGMA user_version = " + std::to_string(version));
   tx.commit();
 }
@@ -264,11 +279,12 @@ Measurement read_measurement(const Statement& s) {
   m.error = s.text(5);
   m.measured_at = s.int64(6);
   m.device_uuid = s.text(7);
+  m.host = s.text(8);
   return m;
 }
 
 constexpr const char* kMeasurementColumns =
-    "SELECT config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid FROM measurements WHERE ";
+    "SELECT config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host FROM measurements WHERE ";
 
 }  // namespace
 
@@ -350,11 +366,11 @@ std::vector<ConfigCache::Entry> ConfigCache::entries() {
 void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   for (const auto& m : results) {
     Statement s(*db_, (std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
-                       ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid) VALUES "
-                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)").c_str());
+                       ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)").c_str());
     s.bind_key(key).bind(8, m.config).bind(9, std::string(to_string(m.status))).bind(10, m.p20_ns)
         .bind(11, m.p50_ns).bind(12, m.p80_ns).bind(13, m.error).bind(14, m.measured_at ? m.measured_at : now_s())
-        .bind(15, m.device_uuid);
+        .bind(15, m.device_uuid).bind(16, m.host.empty() ? this_host() : m.host);
     s.step();
   }
   if (best) {

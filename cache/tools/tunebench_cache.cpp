@@ -47,7 +47,7 @@ json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(null
 json measurement_json(const Measurement& m) {
   return {{"config", m.config}, {"status", std::string(to_string(m.status))}, {"p20_ns", opt(m.p20_ns)},
           {"p50_ns", opt(m.p50_ns)}, {"p80_ns", opt(m.p80_ns)}, {"error", m.error},
-          {"measured_at", m.measured_at}, {"device_uuid", m.device_uuid}};
+          {"measured_at", m.measured_at}, {"device_uuid", m.device_uuid}, {"host", m.host}};
 }
 
 std::vector<Key> all_keys(ConfigCache& cache) {
@@ -292,7 +292,8 @@ int run(std::vector<std::string> args) {
         for (const auto& m : listed) {
           ms.push_back({text(m, "config"), tunebench::cache::status_from_string(text(m, "status")),
                         optional_integer(m, "p20_ns"), optional_integer(m, "p50_ns"), optional_integer(m, "p80_ns"),
-                        text(m, "error"), integer(m, "measured_at"), text(m, "device_uuid")});
+                        text(m, "error"), integer(m, "measured_at"), text(m, "device_uuid"),
+                        m.contains("host") ? text(m, "host") : std::string()});
         }
         std::optional<Best> best;
         if (const json& b = member(e, "best"); !b.is_null()) {

@@ -22,6 +22,7 @@
 #include "run/benchmark_body.hpp"
 #include "run/context_setup.hpp"
 #include "settings/invocation.hpp"
+#include "sweep/mpi_session.hpp"
 #include "sweep/sweep_stage.hpp"
 
 namespace tunebench {
@@ -73,10 +74,16 @@ struct SweepPlan {
   std::unique_ptr<SweepExecutor> executor;
 };
 
+// Under an MPI launcher rank 0 always sweeps over the ranks, also with nothing to tune: the other
+// ranks wait for its word.
 SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
                      const RunContext& context, const GpuProbe& gpu) {
   SweepPlan plan{untuned_families(families, filter, context), nullptr};
-  plan.executor = choose_executor(inv.settings(), plan.untuned, gpu, self_launch(inv));
+  if (MpiSession* mpi = MpiSession::current()) {
+    plan.executor = std::make_unique<MpiExecutor>(*mpi, plan.untuned, context, families, self_launch(inv), inv.settings());
+  } else {
+    plan.executor = choose_executor(inv.settings(), plan.untuned, gpu, self_launch(inv));
+  }
   if (plan.executor->sweeps_up_front()) check_results_can_be_stored(plan.untuned, context, plan.executor->name());
   return plan;
 }
@@ -148,8 +155,11 @@ int finish_stage(const RunDir& dir, const RunContext& context, const Invocation&
 int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   use_c_numbers();  // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
+  const MpiSession* mpi = MpiSession::start(inv.launch_settings());  // before any CUDA call: it picks the GPU
+  const bool leader = !mpi || mpi->rank() == 0;  // the other ranks only sweep, and write nothing
+  if (!leader && inv.listing()) return 0;
   const Settings& s = inv.settings();
-  const RunDir dir(inv.makes_run_dir(), s.runs);
+  const RunDir dir(inv.makes_run_dir() && leader, s.runs);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
   benchmark::Initialize(inv.argc(), inv.argv());
@@ -159,8 +169,9 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const GpuProbe gpu = probe_gpus();
   std::string notice;
   const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d, notice);
-  if (!selects_any(families, filter)) return no_match(filter);  // before anything is written
-  const auto context = make_context(s, gpu, ops, inv.listing());
+  if (!selects_any(families, filter)) return leader ? no_match(filter) : 1;  // before anything is written
+  const auto context = make_context(s, gpu, ops, inv.listing() || !leader);  // a rank's child has the cache
+  if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
   if (!inv.listing()) benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
   if (s.shard >= 0) return run_shard(families, *context, s);
   if (!inv.listing()) {
@@ -194,12 +205,15 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
 
 int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
                    const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  int status = 2;
   try {
-    return run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
+    status = run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
   } catch (const std::exception& e) {
-    std::cerr << "bench: " << escape_controls(e.what()) << "\n";  // one line whatever it quotes
-    return 2;
+    // One line whatever it quotes, in one write: the ranks of an MPI job share a stderr.
+    std::cerr << ("bench: " + escape_controls(e.what()) + "\n");
   }
+  MpiSession::end(status);  // rank 0 failing ends every rank
+  return status;
 }
 
 }  // namespace tunebench

@@ -23,6 +23,9 @@ class Invocation {
   Invocation(int argc, char** argv, const std::filesystem::path& default_shapes);
 
   const Settings& settings() const { return settings_; }
+  /// For the MPI launch alone (MpiSession::start points CUDA_VISIBLE_DEVICES at the rank's GPU),
+  /// before anything else reads the settings.
+  Settings& launch_settings() { return settings_; }
   /// argv[1..] as given: a sweep's child processes get the same arguments.
   const std::vector<std::string>& original_args() const { return original_args_; }
   /// argv as given, argv[0] included, for the manifest.

@@ -86,6 +86,8 @@ FaultInjection parse_fault(const string& v, const string& what) {
     f.sticky_config = *s;
   } else if (auto h = after("hang-config=")) {
     f.hang_config = *h;
+  } else if (auto r = after("kill-rank=")) {
+    f.kill_rank = static_cast<int>(parse_u64(*r, what + " kill-rank"));
   } else if (v == "evict-fails") {
     f.evict_fails = true;
   } else if (auto w = after("slowdown=")) {
@@ -98,13 +100,39 @@ FaultInjection parse_fault(const string& v, const string& what) {
     f.slowdown = x;
   } else if (!v.empty() && v != "none") {
     throw invalid_argument(what + "='" + v +
-                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, evict-fails, "
+                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, kill-rank=R, evict-fails, "
                            "slowdown=F or none");
   }
   return f;
 }
 
 using Parse = std::function<void(Settings&, const string&, const string&)>;
+SettingSpec row(string purpose, string flag, string flag_value, string env, string help, string default_text,
+                bool empty_is_unset, bool documented, Parse parse);
+
+// The MPI launchers' variables: they say whether bench runs as one rank of several, and which
+// GPU of its host a rank takes (docs/multi-node.md). Set by the launcher, not by users.
+void add_launcher_rows(std::vector<SettingSpec>& t) {
+  const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun: ranks in the job; above 1, bench is one rank of an MPI sweep"},
+      {"OMPI_COMM_WORLD_RANK", "Open MPI's mpirun: this rank (0 coordinates and measures)"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "Open MPI's mpirun: the rank on its host, which picks that entry of the host's `CUDA_VISIBLE_DEVICES`"},
+      {"PMI_SIZE", "MPICH's launcher: ranks in the job"},
+      {"PMI_RANK", "MPICH's launcher: this rank"},
+      {"MPI_LOCALRANKID", "MPICH's launcher: the rank on its host (its GPU entry)"},
+      {"SLURM_STEP_NUM_TASKS", "Slurm's srun: tasks (ranks) in the step"},
+      {"SLURM_PROCID", "Slurm's srun: this task's rank"},
+      {"SLURM_LOCALID", "Slurm's srun: the task on its node (its GPU entry)"},
+      {"PMIX_RANK", "PMIx (srun --mpi=pmix, Open MPI 5): this rank, where no variable above gives the size"},
+  };
+  for (const auto& [var, help] : vars) {
+    t.push_back(row("launch", "", "", var, help, "unset: one process", true, true,
+                    [](Settings& s, const string& v, const string& what) {
+                      if (parse_u64(v, what) > 2147483647) throw invalid_argument(what + "='" + v + "': expected a rank below 2^31");
+                      s.launcher[what] = v;
+                    }));
+  }
+}
 
 SettingSpec row(string purpose, string flag, string flag_value, string env, string help, string default_text,
                 bool empty_is_unset, bool documented, Parse parse) {
@@ -184,6 +212,7 @@ std::vector<SettingSpec> own_rows() {
                   "folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and NVRTC version; shared safely by several processes)",
                   "`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`", true, true,
                   [](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
+  add_launcher_rows(t);
   t.push_back(row("tests", "", "", "TUNEBENCH_FAULT_INJECT", "a fault for tunebench's own tests", "none", false, false,
                   [](Settings& s, const string& v, const string& what) { s.fault = parse_fault(v, what); }));
   // Where the sweep's scratch folder goes: the first of these that is set wins.

@@ -24,6 +24,7 @@ struct FaultInjection {
   int disagree_shard = -1;    ///< "disagree-shard=I": shard I reports a config it did not sweep
   std::string sticky_config;  ///< "sticky-config=C": config C fails like an illegal address
   std::string hang_config;    ///< "hang-config=C": config C never returns
+  int kill_rank = -1;         ///< "kill-rank=R": MPI rank R kills itself (SIGKILL) once handed a key
   bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
   /// "slowdown=F": the A/B method's positive control: every timed run takes F (a fraction,
   /// 0 < F <= 10) longer: a host op by a busy wait inside the timed window sized from the
@@ -61,6 +62,9 @@ struct Settings {
   /// both empty for /tmp. Checked where scratch files are made (the sweep), not here.
   std::string tmp_var, tmp_dir;
   FaultInjection fault;
+  /// The MPI launcher's variables that are set (OMPI_COMM_WORLD_SIZE, SLURM_PROCID, ...), name ->
+  /// value, each a non-negative integer below 2^31 (sweep/mpi_session.hpp reads them).
+  std::map<std::string, std::string> launcher;
   /// Internal: --tunebench_shard=I:FILE makes this process shard I of a sweep.
   int shard = -1;
   std::string shard_list;

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/plural.hpp"
+#include "sweep/child_start.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
@@ -61,12 +62,7 @@ struct Child {
   bool hung = false;
 };
 
-// One family per cache key, with the configs its sweep runs and its estimated cost.
-struct SweepKeys {
-  std::vector<const Family*> keys;
-  std::vector<std::vector<Config>> fitting;
-  std::vector<double> costs;
-};
+}  // namespace
 
 SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext& context) {
   SweepKeys out;
@@ -85,6 +81,8 @@ SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext
   }
   return out;
 }
+
+namespace {
 
 // Every config the shards will sweep, compiled here once on all cores before they start: N
 // shards compiling the same configs would each spend the whole compile time on 1/N of them.
@@ -111,39 +109,31 @@ std::size_t precompile_for(const SweepKeys& k, const RunContext& context) {
   return total;
 }
 
-// The scratch folder under TMPDIR (else /tmp), removed when this goes. Chosen here, not by
-// fs::temp_directory_path: it takes a variable that is set but empty as the folder "".
-class Scratch {
- public:
-  explicit Scratch(const Settings& s) {
-    const std::string name = s.tmp_var.empty() ? "/tmp" : s.tmp_var + "='" + s.tmp_dir + "'";
-    const fs::path tmp = s.tmp_var.empty() ? fs::path("/tmp") : fs::path(s.tmp_dir);
-    std::error_code ec;
-    const auto status = fs::status(tmp, ec);
-    if (ec || !fs::is_directory(status)) {
-      const std::string why = ec ? ec.message() : fs::exists(status) ? "not a folder" : "no such folder";
-      throw std::invalid_argument(name + ": " + why + ", expected an existing folder for the sweep's scratch files");
-    }
-    std::string dir = (tmp / "tunebench-warmup-XXXXXX").string();
-    if (!mkdtemp(dir.data())) {
-      throw std::invalid_argument(name + ": cannot create " + dir + " (" + std::strerror(errno) +
-                                  "), expected a writable folder for the sweep's scratch files");
-    }
-    dir_ = dir;
-  }
-  ~Scratch() { remove(); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  const fs::path& dir() const { return dir_; }
-  // Now, not at unwinding: a re-raised signal ends the process without it.
-  void remove() {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
+}  // namespace
 
- private:
-  fs::path dir_;
-};
+// Chosen here, not by fs::temp_directory_path: it takes a variable that is set but empty as the
+// folder "".
+Scratch::Scratch(const Settings& s, const std::string& prefix) {
+  const std::string name = s.tmp_var.empty() ? "/tmp" : s.tmp_var + "='" + s.tmp_dir + "'";
+  const fs::path tmp = s.tmp_var.empty() ? fs::path("/tmp") : fs::path(s.tmp_dir);
+  std::error_code ec;
+  const auto status = fs::status(tmp, ec);
+  if (ec || !fs::is_directory(status)) {
+    const std::string why = ec ? ec.message() : fs::exists(status) ? "not a folder" : "no such folder";
+    throw std::invalid_argument(name + ": " + why + ", expected an existing folder for the sweep's scratch files");
+  }
+  std::string dir = (tmp / (prefix + "XXXXXX")).string();
+  if (!mkdtemp(dir.data())) {
+    throw std::invalid_argument(name + ": cannot create " + dir + " (" + std::strerror(errno) +
+                                "), expected a writable folder for the sweep's scratch files");
+  }
+  dir_ = dir;
+}
+
+void Scratch::remove() {
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
 
 // The signals that end bench where it stands (Ctrl-C, kill, a closed terminal or ssh drop,
 // Ctrl-\) are caught while children run, so that the children are ended and reaped, the scratch
@@ -151,31 +141,28 @@ class Scratch {
 // entry (a background job of a non-interactive shell, nohup) stays ignored: whoever started
 // bench chose that it must not stop it. Restored however the sweep ends, so Ctrl-C is never left
 // caught by a handler nobody reads.
-class CatchSignals {
- public:
-  CatchSignals() {
-    struct sigaction act {};
-    act.sa_handler = on_signal;
-    sigemptyset(&act.sa_mask);
-    g_signal = 0;
-    for (std::size_t i = 0; i < kSignals.size(); ++i) {
-      sigaction(kSignals[i], nullptr, &old_[i]);
-      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &act, nullptr);
-    }
-  }
-  ~CatchSignals() { restore(); }
-  CatchSignals(const CatchSignals&) = delete;
-  CatchSignals& operator=(const CatchSignals&) = delete;
-  void restore() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
+namespace {
+constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+}  // namespace
 
- private:
-  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-  std::array<struct sigaction, kSignals.size()> old_{};
-};
+CatchSignals::CatchSignals() {
+  struct sigaction act {};
+  act.sa_handler = on_signal;
+  sigemptyset(&act.sa_mask);
+  g_signal = 0;
+  for (std::size_t i = 0; i < kSignals.size(); ++i) {
+    sigaction(kSignals[i], nullptr, &old_[i]);
+    if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &act, nullptr);
+  }
+}
 
-pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
+void CatchSignals::restore() {
+  for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+}
+
+int caught_signal() { return g_signal; }
+
+pid_t spawn_child(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
             const std::string& store, int err_write) {
   std::vector<std::string> argv_store{exe};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
@@ -200,6 +187,8 @@ std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status));
   return "exit status " + std::to_string(WEXITSTATUS(status));
 }
+
+namespace {
 
 fs::path shard_file(const fs::path& dir, std::size_t i, const char* ext) {
   return dir / ("shard-" + std::to_string(i) + ext);
@@ -236,7 +225,7 @@ void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine
   c.active_at = Clock::now();
   c.planned = static_cast<int>(mine.size());
   c.spawned_at = Clock::now();
-  c.pid = spawn(launch.exe, args, device, store, fds[1]);
+  c.pid = spawn_child(launch.exe, args, device, store, fds[1]);
   close(fds[1]);
   c.err_fd = fds[0];
 }
@@ -485,10 +474,12 @@ std::vector<Config> faster_than(const Family& f, const cache::Key& key, const ca
   return out;
 }
 
+}  // namespace
+
 // One key's finalists re-timed on this process's GPU until no config the cache measured is faster
 // than the winner by more than the tie band. Returns the winner.
-Config retime(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
-              nlohmann::json& log) {
+Config retime_finalists(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
+                        nlohmann::json& log) {
   static const auto final_round = std::make_shared<FinalRound>();
   const auto key = cache_key(*f.op, f.shape, context);
   Config winner;
@@ -514,6 +505,8 @@ Config retime(const Family& f, std::vector<Config> contenders, RunContext& conte
   }
   return winner;
 }
+
+namespace {
 
 // The disagreement figure (doubled keys whose shard winners differ), then every key's finalists
 // decided on the measurement GPU where a worker elsewhere, or two workers, swept it.
@@ -543,7 +536,7 @@ void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const 
     if (contenders.size() < 2 || (workers < 2 && !elsewhere)) continue;
     ++report.retimed;
     try {
-      const Config winner = retime(*f, contenders, context, report, log);
+      const Config winner = retime_finalists(*f, contenders, context, report, log);
       const auto w = winners.find(cache_key(*f->op, f->shape, context));
       if (w != winners.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& s) {
             return s != winner.str();

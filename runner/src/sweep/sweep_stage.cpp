@@ -59,18 +59,21 @@ void print_report(const SweepExecutor& executor, const SweepReport& w, bool isol
               << " failed\n";
     return;
   }
+  const bool ranks = executor.name() == "MPI sweep";
   std::cerr << "bench: " << executor.name() << ": " << count_of(w.keys, "key", "keys") << " on "
-            << count_of(w.shards, "shard", "shards") << " in " << seconds << " s, " << w.tuned << " tuned, "
-            << count_of(w.crashed_shards, "shard", "shards") << " failed, "
+            << count_of(w.shards, ranks ? "rank" : "shard", ranks ? "ranks" : "shards") << " in " << seconds << " s, "
+            << w.tuned << " tuned, "
+            << count_of(w.crashed_shards, ranks ? "worker" : "shard", ranks ? "workers" : "shards") << " failed, "
             << count_of(static_cast<long long>(w.disagreeing.size()), "disagreement", "disagreements") << "\n";
   for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
     char line[160];
-    std::snprintf(line, sizeof line, "bench: parallel warmup shard %zu: %s, %.1f s tuning in %.1f s\n", i,
+    std::snprintf(line, sizeof line, "bench: %s %zu: %s, %.1f s tuning in %.1f s\n",
+                  executor.name() == "MPI sweep" ? "MPI sweep rank" : "parallel warmup shard", i,
                   count_of(w.per_shard[i].keys, "key", "keys").c_str(), w.per_shard[i].tuning_s, w.per_shard[i].wall_s);
     std::cerr << line;
   }
   if (w.retimed > 0) {
-    std::cerr << "bench: parallel warmup: " << count_of(w.retimed, "key", "keys")
+    std::cerr << "bench: " << executor.name() << ": " << count_of(w.retimed, "key", "keys")
               << " re-timed on the measurement GPU (finalists interleaved), "
               << count_of(w.changed, "winner", "winners") << " changed\n";
   }
@@ -157,7 +160,7 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
   for (const Family* f : to_sweep) {
     if (cached_config(*f, context)) context.swept.insert(f->name);
   }
-  print_report(executor, w, settings.warmup_gpus < 2);
+  print_report(executor, w, executor.name() == "isolated sweep");
   if (w.keys > 0) print_cost(w, settings.sweep);
   return w;
 }

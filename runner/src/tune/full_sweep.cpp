@@ -172,7 +172,7 @@ void FullSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
       out.results.push_back(time_config(config, time_run, options, device_uuid, &out.stats));
     } catch (const CudaError& e) {
       out.results.push_back({text, Status::kLaunchFailed, std::nullopt, std::nullopt, std::nullopt,
-                             one_line_error(e.what()), 0, device_uuid});
+                             one_line_error(e.what()), 0, device_uuid, ""});
       out.fatal_error = one_line_error(e.what());
       return;
     }

@@ -49,6 +49,9 @@ struct Measurement {
   std::string error;             ///< one line, for failures
   std::int64_t measured_at = 0;  ///< Unix seconds
   std::string device_uuid;       ///< the card it ran on ("" for host ops)
+  /// The host it ran on (its host name); "" when stored by a tunebench before schema 3, and
+  /// filled in by store() with this process's host name when left empty.
+  std::string host;
 };
 
 /// The chosen config of a key.
@@ -68,13 +71,14 @@ struct BusyPolicy {
 };
 
 /// The cache file. Schema history (PRAGMA user_version): 1 = the table of best configs;
-/// 2 = plus the per-config measurements. Older files are migrated on open. A file that is not
+/// 2 = plus the per-config measurements; 3 = plus each measurement's host (an MPI sweep times
+/// keys on several). Older files are migrated on open. A file that is not
 /// a tunebench cache (another application_id, or written by a newer schema) or fails
 /// PRAGMA integrity_check is renamed to "<file>.corrupt-<unix time>" with a one-line warning on
 /// stderr, and a fresh cache is started in its place: nothing is deleted, nothing crashes.
 class ConfigCache {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
 
