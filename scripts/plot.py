@@ -16,7 +16,9 @@ For an A/B folder of scripts/ab_test.sh (or its verdict.json):
 For a run directory with sweep.jsonl (a sweep in child processes):
   sweep-timeline.png/.svg  one lane per worker: each key from preparing to stored, by op and
                            decode/prefill, bench's re-timing on its own lane
-The files go into the run directory (a JSON file: the folder it is in), or into --out DIR.
+The files go into the run directory (a JSON file: the folder it is in), or into --out DIR; where
+several inputs write into one folder, each file's name ends with its input's folder name
+(ab-ratio-ab-20261201-131620.png), so none overwrites another.
 Time is the median of the repetitions where there are some, else the single run.
 Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it). A bad input gets one
 line on stderr and exit status 2, before any picture is written.
@@ -92,8 +94,9 @@ def time_unit(values):
 
 
 def save(fig, out_dir, stem, written):
+    out_dir, tag = out_dir
     for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"{stem}.{ext}")
+        path = os.path.join(out_dir, f"{stem}{tag}.{ext}")
         fig.savefig(path, dpi=110 if ext == "png" else None, bbox_inches="tight")
         written.append(path)
 
@@ -268,6 +271,8 @@ def plot_ab(plt, path, out_dir, written):
         [(r["benchmark"], float(r["ratio"]), r["ci_low"], r["ci_high"], r["verdict"]) for r in rows]
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail(f"{path}: not an A/B verdict of scripts/ab_test.sh ({type(e).__name__})")
+    # Numbers in names compared as numbers: M:2 before M:16, each GEMM's M in order.
+    rows = sorted(rows, key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r["benchmark"])])
     colour = {"slower": "C3", "faster": "C2", "no difference": "C0", "inconclusive": "C7"}
     fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 1.6))
     ax.axvspan(1 / (1 + resolution), 1 + resolution, color="C0", alpha=0.12,
@@ -321,7 +326,8 @@ def main():
     for given in args.inputs:
         verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
         if os.path.isfile(verdict):
-            jobs.append(("ab", verdict, args.out or os.path.dirname(os.path.abspath(verdict))))
+            folder = os.path.dirname(os.path.abspath(verdict))
+            jobs.append(("ab", verdict, args.out or folder, os.path.basename(folder)))
             continue
         if os.path.isdir(given):
             results = os.path.join(given, "results.json")
@@ -334,7 +340,12 @@ def main():
         doc = load_results(results)
         log = os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")
         records = sweep_records(log) if os.path.isfile(log) else None
-        jobs.append(("run", (doc, records), args.out or os.path.dirname(os.path.abspath(results))))
+        folder = os.path.dirname(os.path.abspath(results))
+        name = os.path.basename(folder) if os.path.basename(results) == "results.json" else os.path.splitext(os.path.basename(results))[0]
+        jobs.append(("run", (doc, records), args.out or folder, name))
+    shared = collections.Counter(os.path.abspath(out_dir) for _, _, out_dir, _ in jobs)
+    jobs = [(kind, what, (out_dir, f"-{name}" if shared[os.path.abspath(out_dir)] > 1 else ""))
+            for kind, what, out_dir, name in jobs]
     written = []
     for kind, what, out_dir in jobs:
         if kind == "ab":

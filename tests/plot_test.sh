@@ -42,6 +42,12 @@ BENCH="$bench" "$here/../scripts/ab_test.sh" --rounds 1 FLAGGEMS_MXFP4_FOLDSCALE
 ab_dir=$(ls -d "$work"/runs/ab-*/ | head -1)
 /usr/bin/python3 "$plot" "$ab_dir" >/dev/null 2>"$work/ab-plot.err" || fail "plot.py on an A/B folder: $(cat "$work/ab-plot.err")"
 [ -s "$ab_dir/ab-ratio.png" ] && [ -s "$ab_dir/ab-ratio.svg" ] || fail "no ab-ratio picture in $ab_dir"
+# Two inputs into one folder: each picture named after its input, none overwritten.
+/usr/bin/python3 "$plot" "$ab_dir" "$run_dir" --out "$work/both" >/dev/null 2>"$work/both.err" || fail "plot.py, two inputs: $(cat "$work/both.err")"
+ab_name=$(basename "$ab_dir") run_name=$(basename "$run_dir")
+for f in "ab-ratio-$ab_name.png" "latency-dsv4f_decode_tiny-$run_name.png"; do
+  [ -s "$work/both/$f" ] || fail "two inputs into one --out: no $f ($(ls "$work/both" | tr '\n' ' '))"
+done
 
 # Not Google Benchmark JSON: one line naming the file, a non-zero exit, nothing written.
 printf 'name,real_time\nx,1\n' >"$work/results.csv"
