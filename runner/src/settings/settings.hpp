@@ -27,8 +27,8 @@ struct FaultInjection {
   int kill_rank = -1;         ///< "kill-rank=R": MPI rank R kills itself (SIGKILL) once handed a key
   bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
   /// "slowdown=F": the A/B method's positive control: every timed run takes F (a fraction,
-  /// 0 < F <= 10) longer: a host op by a busy wait inside the timed window sized from the
-  /// config's own time, a GPU op by its measured kernel (or event) time times 1 + F
+  /// 0 < F <= 10) longer: a host op by a busy wait inside the timed window of F times the
+  /// run's own time, a GPU op by its measured kernel (or event) time times 1 + F
   /// (TimingFaults::slowdown says why).
   double slowdown = 0;
 };

@@ -248,23 +248,13 @@ void OpTiming::run_host(const Config& config) {
     op_.run(*work_, config, nullptr);
     return;
   }
+  // The wait is this run's own time times F, so the injected ratio is 1 + F run by run, whatever
+  // the machine's load does to the op's speed.
   using clock = std::chrono::steady_clock;
-  auto extra = slowdown_.find(config.str());
-  if (extra == slowdown_.end()) {
-    // Sized once per config from its own untimed runs, so the injected ratio is 1 + slowdown.
-    std::vector<std::int64_t> ns;
-    for (int i = 0; i < 5; ++i) {
-      const auto t0 = clock::now();
-      op_.run(*work_, config, nullptr);
-      ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
-    }
-    std::sort(ns.begin(), ns.end());
-    extra = slowdown_.emplace(config.str(), std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                                static_cast<double>(ns[2]) * faults_.slowdown)))
-                .first;
-  }
+  const auto start = clock::now();
   op_.run(*work_, config, nullptr);
-  const auto until = clock::now() + extra->second;
+  const auto ran = clock::now();
+  const auto until = ran + std::chrono::duration_cast<clock::duration>((ran - start) * faults_.slowdown);
   while (clock::now() < until) {
   }
 }

@@ -41,8 +41,7 @@ struct TimingFaults {
   std::string sticky_config;  ///< runs of this config fail like an illegal memory access (sticky)
   std::string hang_config;    ///< runs of this config never return, like a kernel that does not end
   /// The A/B method's positive control: every timed run takes this fraction longer. A host op
-  /// busy-waits in the timed window (the wait sized from the median of 5 untimed runs of the
-  /// config); a GPU op's measured time (CUPTI or events) is multiplied by 1 + slowdown, since no
+  /// busy-waits in the timed window for this fraction of the run's own time; a GPU op's measured time (CUPTI or events) is multiplied by 1 + slowdown, since no
   /// added kernel is short enough to lengthen a 5 us kernel by 1% (an empty kernel: 0.58 us on an
   /// H200, docs/timing.md). Either way the injected ratio is 1 + slowdown on the run's own noise.
   double slowdown = 0;
@@ -127,7 +126,6 @@ class OpTiming {
   unsigned flushes_ = 0;
   std::map<std::string, std::unique_ptr<Graphs>> graphs_;  // by Config::str()
   std::set<std::string> ran_;  // configs whose first runs synchronised clean
-  std::map<std::string, std::chrono::nanoseconds> slowdown_;  // faults_.slowdown per config
   void run_host(const Config& config);  // one host run, and the positive control's wait
   double gpu_scale_ = 1;  // 1 + faults_.slowdown for a GPU op
   std::chrono::nanoseconds scaled(std::chrono::nanoseconds ns) const;  // times gpu_scale_
