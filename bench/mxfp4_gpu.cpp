@@ -15,6 +15,7 @@
 #include "cublaslt_gemm.hpp"
 #include "gemm_cost.hpp"
 #include "inputs.hpp"
+#include "moe_routing.hpp"
 
 namespace tunebench::bench {
 namespace {
@@ -453,6 +454,18 @@ const JitKernels& Mxfp4GpuOp::kernels(const Config& config) const {
   }
 }
 
+void Mxfp4GpuOp::dequantize(const void* wq, const void* ws, void* wb, std::int64_t rows, std::int64_t k,
+                            cudaStream_t stream) const {
+  static const Config dequant{{"DEQUANT_BF16", 1}};
+  const JitKernels& kern = kernels(dequant);
+  int n = static_cast<int>(rows), kk = static_cast<int>(k);
+  void* args[] = {&wq, &ws, &wb, &n, &kk};
+  const long long chunks = static_cast<long long>(rows) * (k / 8);
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + 255) / 256, 132 * 32));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks), dim3(256), args, 0,
+                                        stream));
+}
+
 void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y,
                         float* yacc, int rows, int n, int k, int grid_rows, const void* tiles,
                         const int* a_rows, const int* out_rows, cudaStream_t stream) const {
@@ -578,15 +591,8 @@ void Mxfp4GemmOp::run_dequant(Workload& work, const void* wq, const void* ws, co
     w.w_bf16 = DeviceBuffer(static_cast<std::size_t>(w.shape.n * w.shape.k) * 2);
     w.lt = std::make_unique<CublasLtGemm>(w.shape.m, w.shape.n, w.shape.k, name());
   }
-  const JitKernels& kern = kernels(config);
-  void* wb = w.w_bf16.get();
-  int n = static_cast<int>(w.shape.n), k = static_cast<int>(w.shape.k);
-  void* args[] = {&wq, &ws, &wb, &n, &k};
-  const long long chunks = static_cast<long long>(n) * (k / 8);
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + 255) / 256, 132 * 32));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks), dim3(256), args, 0,
-                                        stream));
-  w.lt->run(config.get("ALGO"), wb, w.x.get(), w.y.get(), stream);
+  dequantize(wq, ws, w.w_bf16.get(), w.shape.n, w.shape.k, stream);
+  w.lt->run(config.get("ALGO"), w.w_bf16.get(), w.x.get(), w.y.get(), stream);
 }
 
 CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_t stream) const {
@@ -616,7 +622,7 @@ double Mxfp4GemmOp::bytes(const Shape& s) const {
 
 namespace {
 
-constexpr int kRoutings = 8;
+constexpr int kRoutings = kMoeRoutings;
 
 struct Routing {
   std::vector<int> sorted;   // pairs in expert order
@@ -658,36 +664,13 @@ std::shared_ptr<DeviceWeights> moe_weights(const Shape& s, std::uint64_t seed, s
 }
 
 Routing make_routing(const Shape& s, bool pair_input, std::uint64_t seed) {
-  Rng rng{seed * 0xD1B54A32D192ED03ull + 11};
-  const std::int64_t pairs = s.m * s.top_k;
-  std::vector<int> expert_of(static_cast<std::size_t>(pairs));
-  std::vector<int> perm(static_cast<std::size_t>(s.experts));
-  for (std::int64_t e = 0; e < s.experts; ++e) perm[e] = static_cast<int>(e);
-  std::vector<std::int64_t> picks(static_cast<std::size_t>(s.top_k));
-  for (std::int64_t i = 0; i < s.m; ++i) {
-    for (std::int64_t j = 0; j < s.top_k; ++j) {  // partial Fisher-Yates: distinct experts
-      const auto pick = j + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(s.experts - j)));
-      std::swap(perm[j], perm[pick]);
-      picks[j] = pick;
-      expert_of[i * s.top_k + j] = perm[j];
-    }
-    // Back to the identity by undoing the swaps, latest first: top_k steps instead of `experts`
-    // (prefill routes 16384 tokens over 256 experts), the same permutations as a fresh one.
-    for (std::int64_t j = s.top_k - 1; j >= 0; --j) std::swap(perm[j], perm[picks[j]]);
-  }
+  MoeRouting routed = route_tokens(s, seed);
+  const std::vector<int> rows = a_rows(routed, pair_input, s.top_k);
   Routing r;
-  r.expert_count.assign(static_cast<std::size_t>(s.experts), 0);
-  for (int e : expert_of) ++r.expert_count[e];
-  std::vector<int> offset(static_cast<std::size_t>(s.experts) + 1, 0);
-  for (std::int64_t e = 0; e < s.experts; ++e) offset[e + 1] = offset[e] + r.expert_count[e];
-  r.sorted.resize(static_cast<std::size_t>(pairs));
-  for (std::int64_t p = 0; p < pairs; ++p) r.sorted[offset[expert_of[p]]++] = static_cast<int>(p);
-  std::vector<int> a_rows(r.sorted.size());
-  for (std::size_t i = 0; i < a_rows.size(); ++i) {
-    a_rows[i] = pair_input ? r.sorted[i] : r.sorted[i] / static_cast<int>(s.top_k);
-  }
-  r.a_rows = DeviceBuffer(a_rows.size() * sizeof(int));
-  r.a_rows.upload(a_rows.data(), a_rows.size() * sizeof(int));
+  r.sorted = std::move(routed.sorted);
+  r.expert_count = std::move(routed.expert_count);
+  r.a_rows = DeviceBuffer(rows.size() * sizeof(int));
+  r.a_rows.upload(rows.data(), rows.size() * sizeof(int));
   r.out_rows = DeviceBuffer(r.sorted.size() * sizeof(int));
   r.out_rows.upload(r.sorted.data(), r.sorted.size() * sizeof(int));
   return r;
@@ -717,10 +700,36 @@ bool Mxfp4MoeOp::can_implement(const Config& config, const Shape& shape, const D
   return Mxfp4GpuOp::can_implement(config, shape, device) && shape.m * shape.top_k < (1LL << 31);
 }
 
+namespace {
+std::mutex g_bf16_mutex;
+std::map<std::tuple<std::int64_t, std::int64_t, std::uint64_t, int, int>, std::shared_ptr<const DeviceBuffer>>
+    g_bf16_weights;
+}  // namespace
+
+std::shared_ptr<const DeviceBuffer> Mxfp4MoeOp::dequantized_weights(const Shape& shape, std::uint64_t seed) const {
+  const std::int64_t rows = shape.experts * shape.n;
+  if (rows <= 0 || rows % 16 != 0 || shape.k <= 0 || shape.k % 32 != 0) {
+    throw std::invalid_argument("mxfp4_moe: dequantized weights need experts * N a multiple of 16 and K of 32, got " +
+                                std::to_string(rows) + " x " + std::to_string(shape.k));
+  }
+  int device = 0;
+  TUNEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  const auto packed = moe_weights(shape, seed, scale_lo_, scale_hi_);
+  std::lock_guard<std::mutex> lock(g_bf16_mutex);
+  auto& slot = g_bf16_weights[std::make_tuple(rows, shape.k, seed, int(scale_lo_) << 8 | scale_hi_, device)];
+  if (!slot) {
+    auto wb = std::make_shared<DeviceBuffer>(static_cast<std::size_t>(rows * shape.k) * 2);
+    dequantize(packed->codes.get(), packed->scales.get(), wb->get(), rows, shape.k, nullptr);
+    TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    slot = std::move(wb);
+  }
+  return slot;
+}
+
 std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t seed) const {
   auto w = std::make_unique<MoeWorkload>();
   w->shape = shape;
-  w->pair_input = shape.gemm != "w13";
+  w->pair_input = pair_input(shape);
   w->pairs = shape.m * shape.top_k;
   w->rows_a = w->pair_input ? w->pairs : shape.m;
   w->w = moe_weights(shape, seed, scale_lo_, scale_hi_);
@@ -739,7 +748,7 @@ std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t 
   for (int i = 0; i < kRoutings; ++i) {
     try {
       TUNEBENCH_CUDA_CHECK(cudaSetDevice(device));  // a new thread starts on device 0
-      w->routings[i] = make_routing(shape, w->pair_input, seed + 1000 + i);
+      w->routings[i] = make_routing(shape, w->pair_input, routing_seed(seed, i));
     } catch (...) {
       failed[i] = std::current_exception();
     }
@@ -815,13 +824,6 @@ std::vector<std::uint16_t> last_output(const Workload& work) {
 
 double Mxfp4MoeOp::flops(const Shape& s) const { return gemm_flops(dim(s.m * s.top_k), dim(s.n), dim(s.k)); }
 
-double Mxfp4MoeOp::bytes(const Shape& s) const {
-  const double e = static_cast<double>(s.experts);
-  const double active = e * (1.0 - std::pow(1.0 - static_cast<double>(s.top_k) / e, static_cast<double>(s.m)));
-  const double pairs = static_cast<double>(s.m * s.top_k);
-  const double rows_a = s.gemm == "w13" ? static_cast<double>(s.m) : pairs;
-  const double n = static_cast<double>(s.n), k = static_cast<double>(s.k);
-  return active * kMxfp4WeightBytes * n * k + 2.0 * rows_a * k + 2.0 * pairs * n;
-}
+double Mxfp4MoeOp::bytes(const Shape& s) const { return moe_bytes(s, kMxfp4WeightBytes); }
 
 }  // namespace tunebench::bench

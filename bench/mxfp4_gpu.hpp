@@ -159,6 +159,11 @@ class Mxfp4GpuOp : public Op {
   /// finish). Throws CompileError, "compile_failed: <first line of the log>", if it does not
   /// compile, after printing the whole log on stderr.
   const JitKernels& kernels(const Config& config) const;
+  /// Enqueues mxfp4_dequant_bf16 on `stream`: `rows` x `k` packed MXFP4 weights (`wq`, `ws`,
+  /// kernel layout, rows a multiple of 16) to row-major BF16 at `wb` (2 * rows * k bytes), the
+  /// values the GEMM kernel decodes (exact: an E2M1 value times a power of two).
+  void dequantize(const void* wq, const void* ws, void* wb, std::int64_t rows, std::int64_t k,
+                  cudaStream_t stream) const;
   /// Enqueues the GEMM (and the split-K finish) on `stream`.
   void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,
               int rows, int n, int k, int grid_rows, const void* tiles, const int* a_rows,
@@ -210,7 +215,17 @@ class Mxfp4MoeOp final : public Mxfp4GpuOp {
   explicit Mxfp4MoeOp(bool foldscale, std::uint8_t scale_lo = 115, std::uint8_t scale_hi = 128)
       : Mxfp4GpuOp(foldscale, scale_lo, scale_hi) {}
   std::string name() const override { return "mxfp4_moe"; }
+  /// bf16_moe: the same grouped GEMM on BF16 weights through cuBLAS's grouped GEMM.
+  std::string baseline() const override { return "bf16_moe"; }
   bool routed() const override { return true; }
+  /// All E experts' weights of `shape`'s geometry (E * N rows of K), the very values this op's
+  /// workloads made from `seed` hold, dequantized to row-major BF16 [E * N, K] on the current
+  /// device (expert e's W_e[N, K] from element e * N * K), for the BF16 baseline (bf16_moe).
+  /// Made once per geometry, seed and device and kept for the run, as the MXFP4 weights are
+  /// (EP w13: 8 GiB). Synchronizes the device. Throws CudaError (cudaErrorMemoryAllocation when
+  /// the card is full), CompileError if the dequantization kernel does not compile, and
+  /// std::invalid_argument unless shape.experts * shape.n is a multiple of 16 and K of 32.
+  std::shared_ptr<const DeviceBuffer> dequantized_weights(const Shape& shape, std::uint64_t seed) const;
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;

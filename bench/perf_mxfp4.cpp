@@ -1,5 +1,6 @@
-// perf_mxfp4: the performance benchmark of the MXFP4 GPU ops against the cuBLASLt BF16
-// baseline on the shipped shape sets. For every shape it times every default config of each
+// perf_mxfp4: the performance benchmark of the MXFP4 GPU ops against their BF16 baselines
+// (cuBLASLt's GEMM for mxfp4_gemm, cuBLAS's grouped GEMM, bf16_moe, for mxfp4_moe) on the
+// shipped shape sets. For every shape it times every default config of each
 // op and prints the best, with GB/s against the measured device-to-device copy bandwidth, and
 // beside mxfp4_gemm the read floor of its bytes (hbm_read: a plain read of as many bytes from
 // cold HBM, the best of its configs), which says how much of the gap to the large-copy
@@ -12,7 +13,8 @@
 //
 // usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE]
 //                   [--op=NAME,...] [--config=ITEMS] [--each] [set-name-substring ...]
-//   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, hbm_read); the others print "-"
+//   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read); the others
+//             print "-"
 //   --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4);
 //             an op none of whose configs qualify prints "-"
 //   --each    also print one "config" line per timed config: op, set, gemm, M, us, GB/s, config
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "bf16_gemm.hpp"
+#include "bf16_moe.hpp"
 #include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
 #include "tunebench/cuda.hpp"
@@ -196,8 +199,10 @@ int main(int argc, char** argv) {
       }
     } else if (a.rfind("--op=", 0) == 0) {
       for (const auto& name : split_items(a.substr(5))) {
-        if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm" && name != "hbm_read") {
-          std::cerr << "perf_mxfp4: " << a << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm, hbm_read\n";
+        if (name != "mxfp4_gemm" && name != "mxfp4_moe" && name != "bf16_gemm" && name != "bf16_moe" &&
+            name != "hbm_read") {
+          std::cerr << "perf_mxfp4: " << a
+                    << ": expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read\n";
           return 2;
         }
         sel.ops.push_back(name);
@@ -231,14 +236,15 @@ int main(int argc, char** argv) {
     const bool fold = bench::foldscale_from_env();
     std::printf("device: %s (%d SMs); device-to-device copy %.0f GB/s (read + write); FOLDSCALE=%d; timing %s\n",
                 dev.name.c_str(), dev.sm_count, copy_bw / 1e9, fold ? 1 : 0, timing_name(timing).c_str());
-    std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %5s | %9s %7s %5s | %9s %7s | %7s  %s\n", "set", "gemm", "M",
-                "gemm us", "GB/s", "%copy", "read us", "%copy", "moe us", "GB/s", "%copy", "bf16 us", "TFLOP/s",
-                "gemm x", "best configs");
+    std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %5s | %9s %7s %5s | %9s %7s | %7s | %9s %7s | %7s  %s\n", "set",
+                "gemm", "M", "gemm us", "GB/s", "%copy", "read us", "%copy", "moe us", "GB/s", "%copy", "bf16 us",
+                "TFLOP/s", "gemm x", "bf16moe", "TFLOP/s", "moe x", "best configs");
     const auto gemm_op = std::make_shared<const bench::Mxfp4GemmOp>(fold);
     const bench::Mxfp4GemmOp& gemm = *gemm_op;
     const bench::HbmReadOp read(gemm_op);
     const bench::Mxfp4MoeOp moe(fold);
     const bench::Bf16GemmOp bf16;
+    const bench::Bf16MoeOp bf16_moe;
     for (const auto& set : load_shape_path(shapes)) {
       if (!wanted.empty() && std::none_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
             return set.name.find(w) != std::string::npos;
@@ -260,6 +266,8 @@ int main(int argc, char** argv) {
         read_sel.config.clear();
         const Best r = best_of(read, s, dev, timing, SpaceKind::kDefault, read_sel);
         const Best b = best_of(bf16, s, dev, timing, SpaceKind::kDefault, sel);
+        // --config names the MXFP4 ops' parameters, as for the read floor.
+        const Best bm = moe_runs ? best_of(bf16_moe, s, dev, timing, SpaceKind::kDefault, read_sel) : Best{};
         // "-" for an op not selected or without a config that ran.
         auto cols = [&](const Op& op, const Best& x) {
           char buf[64];
@@ -271,27 +279,33 @@ int main(int argc, char** argv) {
           }
           return std::string(buf);
         };
-        char bcol[64], ratio[16];
-        if (b.seconds > 0) {
-          std::snprintf(bcol, sizeof bcol, "%9.2f %7.1f", b.seconds * 1e6, bf16.flops(s) / b.seconds / 1e12);
-        } else {
-          std::snprintf(bcol, sizeof bcol, "%9s %7s", "-", "-");
-        }
-        if (b.seconds > 0 && g.seconds > 0) {
-          std::snprintf(ratio, sizeof ratio, "%7.2f", b.seconds / g.seconds);
-        } else {
-          std::snprintf(ratio, sizeof ratio, "%7s", "-");
-        }
+        // A baseline's time and TFLOP/s, and the op's speedup over it (baseline time / op time).
+        auto base_cols = [](const Op& base, const Shape& shape, const Best& x, const Best& op_best) {
+          char buf[64];
+          if (x.seconds > 0) {
+            std::snprintf(buf, sizeof buf, "%9.2f %7.1f | ", x.seconds * 1e6, base.flops(shape) / x.seconds / 1e12);
+          } else {
+            std::snprintf(buf, sizeof buf, "%9s %7s | ", "-", "-");
+          }
+          std::string out = buf;
+          if (x.seconds > 0 && op_best.seconds > 0) {
+            std::snprintf(buf, sizeof buf, "%7.2f", x.seconds / op_best.seconds);
+          } else {
+            std::snprintf(buf, sizeof buf, "%7s", "-");
+          }
+          return out + buf;
+        };
         char rcol[32];
         if (r.seconds > 0) {
           std::snprintf(rcol, sizeof rcol, "%9.2f %5.1f", r.seconds * 1e6, 100 * read.bytes(s) / r.seconds / copy_bw);
         } else {
           std::snprintf(rcol, sizeof rcol, "%9s %5s", "-", "-");
         }
-        std::printf("%-18s %-4s %6lld | %s | %s | %s | %s | %s  %s ; %s ; %s\n", s.set.c_str(), s.gemm.c_str(),
-                    static_cast<long long>(s.m), cols(gemm, g).c_str(), rcol, cols(moe, m).c_str(), bcol, ratio,
+        std::printf("%-18s %-4s %6lld | %s | %s | %s | %s | %s  %s ; %s ; %s ; %s\n", s.set.c_str(), s.gemm.c_str(),
+                    static_cast<long long>(s.m), cols(gemm, g).c_str(), rcol, cols(moe, m).c_str(),
+                    base_cols(bf16, s, b, g).c_str(), base_cols(bf16_moe, s, bm, m).c_str(),
                     g.config.empty() ? "-" : g.config.c_str(), m.config.empty() ? "-" : m.config.c_str(),
-                    b.config.empty() ? "-" : b.config.c_str());
+                    b.config.empty() ? "-" : b.config.c_str(), bm.config.empty() ? "-" : bm.config.c_str());
         std::fflush(stdout);
       }
     }

@@ -16,10 +16,11 @@ export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels T
 "$bench" --benchmark_list_tests >"$work/list1"
 "$bench" --benchmark_list_tests --tunebench_seed=7 --benchmark_min_time=0.01 --benchmark_repetitions=3 >"$work/list2"
 cmp -s "$work/list1" "$work/list2" || fail "benchmark names changed with flags"
-# 4 ops x 60 shapes (2 GEMMs x (9 decode + 6 prefill) x 2 sets), on every machine.
-[ "$(wc -l <"$work/list1")" -eq 240 ] || fail "expected 240 families, got $(wc -l <"$work/list1")"
+# 5 ops x 60 shapes (2 GEMMs x (9 decode + 6 prefill) x 2 sets), on every machine.
+[ "$(wc -l <"$work/list1")" -eq 300 ] || fail "expected 300 families, got $(wc -l <"$work/list1")"
 for name in cpu_mxfp4_gemm/dsv4f_prefill_tp4/M:16384/N:4096/K:512 mxfp4_gemm/dsv4f_decode_ep/M:8/N:4096/K:4096 \
-            mxfp4_moe/dsv4f_decode_ep/M:8/N:4096/K:4096/E:256/topk:6 bf16_gemm/dsv4f_prefill_ep/M:512/N:4096/K:2048; do
+            mxfp4_moe/dsv4f_decode_ep/M:8/N:4096/K:4096/E:256/topk:6 bf16_gemm/dsv4f_prefill_ep/M:512/N:4096/K:2048 \
+            bf16_moe/dsv4f_prefill_tp4/M:4096/N:1024/K:4096/E:256/topk:6; do
   grep -qx "$name/manual_time" "$work/list1" || fail "missing family $name"
 done
 

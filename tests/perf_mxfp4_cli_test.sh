@@ -13,7 +13,7 @@ expect_usage_error() {  # expected-substring args...
   [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "perf_mxfp4 $*: more than one line: $err"
   case "$err" in *"$want"*) ;; *) fail "perf_mxfp4 $*: '$err' does not say '$want'" ;; esac
 }
-expect_usage_error "--op=foo: expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm, hbm_read" --op=foo
+expect_usage_error "--op=foo: expected a comma-separated list of mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read" --op=foo
 expect_usage_error "--op=: expected" --op=
 expect_usage_error "--op=mxfp4_gemm,: expected" --op=mxfp4_gemm,
 expect_usage_error "--config=DECODE=x: expected comma-separated NAME or NAME=integer items" --config=DECODE=x
