@@ -36,7 +36,7 @@ NAME = re.compile(r"^(?P<op>[a-z0-9_]+)/(?P<set>[A-Za-z0-9_]+)/M:(?P<m>\d+)/N:(?
                   r"(?:/E:(?P<e>\d+)/topk:(?P<topk>\d+))?/manual_time$")
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Ops whose baseline the runs may hold (Op::baseline in the C++ ops; the JSON does not carry it).
-BASELINE = {"mxfp4_gemm": "bf16_gemm"}
+BASELINE = {"mxfp4_gemm": "bf16_gemm", "mxfp4_moe": "bf16_moe"}
 
 
 def fail(message):
