@@ -45,17 +45,6 @@ class GpuBf16Moe : public ::testing::Test {
   std::optional<tunebench::Stream> stream_;
 };
 
-// A decode (M = 8) and a prefill (M = 512) shape of each shipped set, both GEMMs.
-std::vector<Shape> shapes_to_check() {
-  std::vector<Shape> out;
-  for (const auto& set : tunebench::load_shape_path(tunebench::testing::shipped_shape_dir())) {
-    const std::int64_t m = set.name.find("prefill") != std::string::npos ? 512 : 8;
-    for (const auto& s : set.shapes) {
-      if (s.m == m) out.push_back(s);
-    }
-  }
-  return out;
-}
 
 // ||a - b|| / ||b|| over BF16 bits.
 double rel_diff(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
@@ -69,7 +58,7 @@ double rel_diff(const std::vector<std::uint16_t>& a, const std::vector<std::uint
 }
 
 TEST_F(GpuBf16Moe, BothGroupingsMatchTheFloat64ReferenceOnEverySet) {
-  const auto shapes = shapes_to_check();
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
   ASSERT_EQ(shapes.size(), 8u);
   for (const auto& s : shapes) {
     auto work = op_.prepare(s, 1234);
@@ -88,7 +77,7 @@ TEST_F(GpuBf16Moe, BothGroupingsMatchTheFloat64ReferenceOnEverySet) {
 
 TEST_F(GpuBf16Moe, ComputesMxfp4MoesProductForTheSameSeed) {
   const tunebench::bench::Mxfp4MoeOp mx(false);
-  const auto shapes = shapes_to_check();
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
   ASSERT_FALSE(shapes.empty());
   for (const Shape& s : {shapes.front(), shapes.back()}) {  // EP decode w13, TP4 prefill w2
     auto bw = op_.prepare(s, 77);
@@ -108,7 +97,7 @@ TEST_F(GpuBf16Moe, ComputesMxfp4MoesProductForTheSameSeed) {
 }
 
 TEST_F(GpuBf16Moe, ABadConfigIsAnErrorNotAPass) {
-  const Shape s = shapes_to_check().front();
+  const Shape s = tunebench::testing::decode_and_prefill_shapes().front();
   auto work = op_.prepare(s, 2);
   EXPECT_TRUE(op_.check(*work, Config{{"MERGE_COUNTS", 0}}, stream()).passed(kTolerance));
   EXPECT_THROW(op_.check(*work, Config{{"MERGE_COUNTS", 2}}, stream()), std::invalid_argument);

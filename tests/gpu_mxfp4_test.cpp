@@ -56,23 +56,12 @@ class GpuMxfp4 : public ::testing::Test {
   std::unique_ptr<tunebench::Stream> stream_;
 };
 
-// A decode and a prefill shape of each shipped set, both GEMMs.
-std::vector<Shape> shapes_to_check() {
-  std::vector<Shape> out;
-  for (const auto& set : tunebench::load_shape_path(tunebench::testing::shipped_shape_dir())) {
-    const std::int64_t m = set.name.find("prefill") != std::string::npos ? 512 : 8;
-    for (const auto& s : set.shapes) {
-      if (s.m == m) out.push_back(s);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
 TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
   const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);
-  const auto shapes = shapes_to_check();
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
   ASSERT_EQ(shapes.size(), 8u);
   for (const auto& s : shapes) check_all(op, s);
   Shape odd = shapes[0];
@@ -86,7 +75,7 @@ TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
 TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
   using tunebench::bench::Mxfp4GpuOp;
   const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);
-  const auto shapes = shapes_to_check();
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
   ASSERT_FALSE(shapes.empty());
   for (const std::int64_t n : {4096, 1024}) {
     for (const std::int64_t m : {std::int64_t{1}, std::int64_t{13}, Mxfp4GpuOp::kDecodeMaxRows}) {
@@ -106,14 +95,14 @@ TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
 
 TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {
   const tunebench::bench::Mxfp4MoeOp op(false, kScaleLo, kScaleHi);
-  for (const auto& s : shapes_to_check()) check_all(op, s);
+  for (const auto& s : tunebench::testing::decode_and_prefill_shapes()) check_all(op, s);
 }
 
 // The grouped op's decode family beyond the default space (BLOCK_M 16, 32 warps, SPLIT_K 2 and
 // 4 through the pairs' fp32 workspace, the ring with 1 stage), on a TP4 w13 geometry.
 TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
   const tunebench::bench::Mxfp4MoeOp op(false, kScaleLo, kScaleHi);
-  const auto shapes = shapes_to_check();
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
   ASSERT_FALSE(shapes.empty());
   for (const std::int64_t m : {std::int64_t{1}, std::int64_t{13}, tunebench::bench::Mxfp4GpuOp::kDecodeMaxRows}) {
     Shape s = shapes[0];
@@ -136,7 +125,7 @@ TEST_F(GpuMxfp4, DecodeScaleVoteIsBitIdenticalWithEveryScaleCode) {
       } else {
         op = std::make_unique<tunebench::bench::Mxfp4GemmOp>(fold, 0, 140);
       }
-      Shape s = shapes_to_check()[0];
+      Shape s = tunebench::testing::decode_and_prefill_shapes()[0];
       s.m = 8;
       s.n = 1024;
       s.k = 4096;
@@ -188,7 +177,7 @@ TEST_F(GpuMxfp4, FoldScaleIsCorrectAndBitIdentical) {
         plain = std::make_unique<tunebench::bench::Mxfp4GemmOp>(false, pass.lo, pass.hi);
         folded = std::make_unique<tunebench::bench::Mxfp4GemmOp>(true, pass.lo, pass.hi);
       }
-      for (const auto& s : shapes_to_check()) {
+      for (const auto& s : tunebench::testing::decode_and_prefill_shapes()) {
         if (s.set != "dsv4f_decode_tp4" && !(pass.prefill && s.set == "dsv4f_prefill_ep")) continue;
         auto work = plain->prepare(s, 99);
         int compared = 0;

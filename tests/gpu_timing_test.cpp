@@ -58,6 +58,28 @@ class Capture : public benchmark::BenchmarkReporter {
 
 class GpuTiming : public ::testing::Test {
  protected:
+  // A run's context on this device, kernel timing.
+  std::shared_ptr<tunebench::RunContext> kernel_context() const {
+    auto context = std::make_shared<tunebench::RunContext>();
+    context->gpu_available = true;
+    context->device = device_;
+    context->timing_mode = tunebench::TimingMode::kKernel;
+    return context;
+  }
+  // The whole path for one 100 us spin benchmark: a registered family, Google Benchmark's loop.
+  static std::vector<benchmark::BenchmarkReporter::Run> run_spin_benchmark(
+      const std::shared_ptr<tunebench::RunContext>& shared) {
+    auto op = std::make_shared<SpinOp>("spin_100us", 100'000);
+    benchmark::ClearRegisteredBenchmarks();
+    for (const auto& f : tunebench::make_families({op}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
+      tunebench::register_family(f, shared);
+    }
+    Capture capture;
+    benchmark::RunSpecifiedBenchmarks(&capture);
+    benchmark::ClearRegisteredBenchmarks();
+    return capture.runs_;
+  }
+
   void SetUp() override {
     const auto probe = tunebench::probe_gpus();
     if (!probe.available()) GTEST_SKIP() << "no CUDA device: " << probe.reason;
@@ -81,20 +103,9 @@ TEST_F(GpuTiming, SpinKernelOf100usReports100us) {
 
 TEST_F(GpuTiming, SpinBenchmarkReportsMicrosecondsThroughGoogleBenchmark) {
   // The whole path: a registered family, Google Benchmark's loop, the placeholder trick.
-  auto context = std::make_shared<tunebench::RunContext>();
-  context->gpu_available = true;
-  context->device = device_;
-  context->timing_mode = tunebench::TimingMode::kKernel;
-  auto op = std::make_shared<SpinOp>("spin_100us", 100'000);
-  benchmark::ClearRegisteredBenchmarks();
-  for (const auto& f : tunebench::make_families({op}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
-    tunebench::register_family(f, context);
-  }
-  Capture capture;
-  benchmark::RunSpecifiedBenchmarks(&capture);
-  benchmark::ClearRegisteredBenchmarks();
-  ASSERT_EQ(capture.runs_.size(), 1u);
-  const auto& run = capture.runs_[0];
+  const auto runs = run_spin_benchmark(kernel_context());
+  ASSERT_EQ(runs.size(), 1u);
+  const auto& run = runs[0];
   ASSERT_FALSE(run.error_occurred) << run.error_message;
   EXPECT_EQ(run.time_unit, benchmark::kMicrosecond);
   EXPECT_NEAR(run.GetAdjustedRealTime(), 100.0, 2.0);
@@ -227,22 +238,12 @@ TEST_F(GpuTiming, SlowdownControlLengthensEveryTimedRunByItsFraction) {
     std::cout << "spin 20 us, " << to_string(mode) << ": " << base << " us, slowdown 0.5: " << us << " us\n";
     EXPECT_NEAR(us / base, 1.5, 0.03) << to_string(mode);
   }
-  auto context = std::make_shared<tunebench::RunContext>();
-  context->gpu_available = true;
-  context->device = device_;
-  context->timing_mode = tunebench::TimingMode::kKernel;
+  auto context = kernel_context();
   context->fault.slowdown = 0.5;
-  auto spin = std::make_shared<SpinOp>("spin_100us", 100'000);
-  benchmark::ClearRegisteredBenchmarks();
-  for (const auto& f : tunebench::make_families({spin}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
-    tunebench::register_family(f, context);
-  }
-  Capture capture;
-  benchmark::RunSpecifiedBenchmarks(&capture);
-  benchmark::ClearRegisteredBenchmarks();
-  ASSERT_EQ(capture.runs_.size(), 1u);
-  ASSERT_FALSE(capture.runs_[0].error_occurred) << capture.runs_[0].error_message;
-  EXPECT_NEAR(capture.runs_[0].GetAdjustedRealTime(), 150.0, 3.0);
+  const auto runs = run_spin_benchmark(context);
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_FALSE(runs[0].error_occurred) << runs[0].error_message;
+  EXPECT_NEAR(runs[0].GetAdjustedRealTime(), 150.0, 3.0);
 }
 
 TEST_F(GpuTiming, ABatchOfInterleavedConfigsIsAttributedRunByRun) {

@@ -2,9 +2,14 @@
 // For tests: where the shipped shape sets are. Tests may read the environment (they are not the
 // runner), so a build moved to another machine finds them through TUNEBENCH_SHAPES as bench does.
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <system_error>
+#include <vector>
+
+#include "tunebench/shape.hpp"
 
 namespace tunebench::testing {
 
@@ -28,6 +33,19 @@ inline std::filesystem::path shipped_shape_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return shape_dir_for(std::getenv("TUNEBENCH_SHAPES"), ec ? std::filesystem::path() : exe, TUNEBENCH_SHAPE_DIR);
+}
+
+/// A decode (M = 8) and a prefill (M = 512) shape of each shipped set, both GEMMs: what the GPU
+/// correctness tests check every op on. Throws what load_shape_path throws.
+inline std::vector<Shape> decode_and_prefill_shapes() {
+  std::vector<Shape> out;
+  for (const auto& set : load_shape_path(shipped_shape_dir())) {
+    const std::int64_t m = set.name.find("prefill") != std::string::npos ? 512 : 8;
+    for (const auto& s : set.shapes) {
+      if (s.m == m) out.push_back(s);
+    }
+  }
+  return out;
 }
 
 }  // namespace tunebench::testing
