@@ -79,7 +79,8 @@ class Coordinator {
 
   void stop_workers() {
     for (const auto& s : slots) {
-      if (s.live && s.rank != 0) mpi_.post(s.rank, kWorkTag, json{{"stop", true}}.dump());
+      // "lost": the ranks leave MPI without its closing fence, which would wait for the lost one.
+      if (s.live && s.rank != 0) mpi_.post(s.rank, kWorkTag, json{{"stop", true}, {"lost", !lost.empty()}}.dump());
     }
   }
 
@@ -230,6 +231,7 @@ class Coordinator {
       s.live = false;
       lost.push_back(s.rank);
       mpi_.forget(s.rank);
+      mpi_.lost_a_rank();
       std::cerr << "bench: WARNING: rank " << s.rank << " silent for " << static_cast<long long>(settings_.hang_timeout_s)
                 << " s: counted lost; " << count_of(static_cast<long long>(s.in_flight.size()), "key", "keys")
                 << " it had go to the other ranks\n";

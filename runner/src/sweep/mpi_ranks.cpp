@@ -106,6 +106,7 @@ class Worker {
     const json j = json::parse(m.text);
     if (j.contains("stop")) {
       stopping_ = true;
+      if (j.value("lost", false)) mpi_.lost_a_rank();
       if (child_) child_->close_input();
       return;
     }

@@ -195,7 +195,14 @@ void MpiSession::end(int exit_status) {
   if (!s) return;
   the_session() = nullptr;
   if (exit_status != 0 && s->rank_ == 0) MPI_Abort(MPI_COMM_WORLD, exit_status);
+  const bool lost = s->lost_rank_;
   delete s;
+  if (lost) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(exit_status);
+  }
   MPI_Finalize();
 }
 

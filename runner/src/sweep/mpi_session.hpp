@@ -43,8 +43,13 @@ class MpiSession {
   /// The session start() made, or null.
   static MpiSession* current();
   /// Ends MPI: MPI_Finalize when every rank ends well (`exit_status` 0 here), else MPI_Abort
-  /// with it, so that no rank waits for one that left. Nothing without a session.
+  /// with it, so that no rank waits for one that left. After lost_a_rank() it leaves without
+  /// MPI_Finalize (flushing the standard streams, then _Exit(exit_status)): the finalize's
+  /// closing fence waits for every rank of the job, and under Open MPI 4.1 with
+  /// --enable-recovery it was seen to wait for a killed one for ever. Nothing without a session.
   static void end(int exit_status);
+  /// Marks that a rank of this job was lost (dead, hung or cut off), for end().
+  void lost_a_rank() { lost_rank_ = true; }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -78,6 +83,7 @@ class MpiSession {
   struct Pending;
   int rank_ = 0, size_ = 1;
   std::string host_, device_;
+  bool lost_rank_ = false;
   std::vector<std::unique_ptr<Pending>> pending_;
 };
 
