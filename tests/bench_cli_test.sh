@@ -57,6 +57,13 @@ cmp -s <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/a.console") <(grep -o 'B
   || fail "rerun after evict failed"
 [ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "the evicted key was not tuned again"
 
+# --benchmark_color as Google Benchmark reads it, bench making the console reporter: colour to a
+# file only when asked, none when told no (and none by default: a.console above is a file).
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
+  --benchmark_color=true >"$work/colour.console" 2>/dev/null || fail "--benchmark_color=true run failed"
+grep -q $'\x1b\\[' "$work/colour.console" || fail "--benchmark_color=true wrote no colour"
+! grep -q $'\x1b\\[' "$work/a.console" || fail "colour codes in a console file without --benchmark_color"
+
 # Every run has its own directory with the configs it used; a replay runs exactly those, with
 # nothing tuned, even when the cache has forgotten them.
 record=$(ls -d "$work"/runs/* | head -1)

@@ -38,6 +38,7 @@ for n in $(names "$work/one.json"); do
   c=$(grep -c -F "${n}" "$work/mpi.out")
   [[ $c == 1 ]] || fail "$n is $c times on stdout, expected once (rank 0's alone)"
 done
+! grep -q $'\x1b\\[' "$work/mpi.out" || fail "colour codes in the redirected stdout of an MPI run"
 grep -q "MPI sweep: 4 keys on 4 ranks" "$work/mpi.err" || fail "no MPI sweep summary: $(grep bench: "$work/mpi.err")"
 sweep=$(ls "$work"/runs/*/sweep.jsonl | tail -1)
 tuned=$(grep -c '"record":"tuned"' "$sweep")

@@ -110,7 +110,9 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
   use_c_numbers();  // an in-process sweep has prepared ops
   if (inv.listing()) return benchmark::RunSpecifiedBenchmarks();
   int options = benchmark::ConsoleReporter::OO_None;
-  if (isatty(STDOUT_FILENO)) options |= benchmark::ConsoleReporter::OO_Color;
+  // "auto": a terminal, but not under an MPI launcher, whose ranks write to terminals of its
+  // own even where the user's stdout is a file.
+  if (inv.colour(isatty(STDOUT_FILENO) && !MpiSession::current())) options |= benchmark::ConsoleReporter::OO_Color;
   if (inv.tabular()) options |= benchmark::ConsoleReporter::OO_Tabular;
   const auto console_options = static_cast<benchmark::ConsoleReporter::OutputOptions>(options);
   // bencher.json is made from what the results file gets (every repetition, also under

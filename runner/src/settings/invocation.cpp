@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
@@ -91,6 +92,21 @@ void Invocation::check_min_time() const {
 bool Invocation::has_flag(const std::string& flag) const {
   return std::any_of(args_.begin() + 1, args_.end(),
                      [&](const char* a) { return a && matches_flag(a, flag); });
+}
+
+bool Invocation::colour(bool automatic) const {
+  // Google Benchmark's rule for the value (IsTruthyFlagValue): "", "auto" -> automatic; a word
+  // starting 0, f, n or "off" -> no; anything else -> yes. The last --benchmark_color wins.
+  std::string value = "auto";
+  constexpr std::string_view flag = "--benchmark_color";
+  for (const std::string& arg : original_args_) {  // args_ lose Google Benchmark's flags to Initialize
+    if (!matches_flag(arg, flag)) continue;
+    const std::string_view a = arg;
+    value = a.size() > flag.size() + 1 ? std::string(a.substr(flag.size() + 1)) : "true";
+  }
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char x) { return static_cast<char>(std::tolower(x)); });
+  if (value.empty() || value == "auto") return automatic;
+  return !(value[0] == '0' || value[0] == 'f' || value[0] == 'n' || value == "off");
 }
 
 std::string Invocation::route_output(const fs::path& run_dir) {

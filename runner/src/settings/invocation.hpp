@@ -46,6 +46,10 @@ class Invocation {
   /// "<file>.incomplete", so an interrupted run leaves an earlier file intact and never a
   /// truncated one. Returns the final output path ("" when there is none). Call once.
   std::string route_output(const std::filesystem::path& run_dir);
+  /// Whether the console output is coloured: --benchmark_color's value read as Google Benchmark
+  /// reads it (true/yes/1..., false/no/0/off), `automatic` for "auto" or no flag. Google
+  /// Benchmark does not apply it itself here: bench makes the console reporter.
+  bool colour(bool automatic) const;
   /// Paths that would only fail after the whole run, checked before it starts: --benchmark_out
   /// a folder or in a missing folder, TUNEBENCH_KERNEL_CACHE not a folder. Throws
   /// std::invalid_argument naming the flag or variable.
