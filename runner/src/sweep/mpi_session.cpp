@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -65,6 +66,11 @@ Launch detect_launch(const Settings& s) {
     l.rank = var(s, f.rank).value_or(0);
     l.local_rank = var(s, f.local).value_or(-1);
     l.by = std::string(f.size) + "=" + std::to_string(*size);
+    if (l.rank >= l.size || l.local_rank >= l.size) {
+      throw std::invalid_argument(std::string(f.rank) + "=" + std::to_string(l.rank) + " or " + f.local + "=" +
+                                  std::to_string(l.local_rank) + " beside " + l.by +
+                                  ": expected ranks below the job's size (variables of another job?)");
+    }
     return l;
   }
   // PMIx alone names the rank, not the size: a rank above 0 is one of several.
@@ -85,7 +91,12 @@ std::string rank_device(int local_rank, const std::vector<std::string>& tokens, 
                                 std::to_string(tokens.size()) + (tokens.size() == 1 ? " rank" : " ranks") +
                                 " per host, one GPU each");
   }
-  return tokens[static_cast<std::size_t>(local_rank)];
+  const auto mine = tokens.begin() + local_rank;
+  if (std::find(tokens.begin(), mine, *mine) != mine) {
+    throw std::invalid_argument("local rank " + std::to_string(local_rank) + " on " + host + ": CUDA_VISIBLE_DEVICES lists '" +
+                                *mine + "' twice, so two ranks would share one GPU; list each GPU once");
+  }
+  return *mine;
 }
 
 MpiSession* MpiSession::current() { return the_session(); }

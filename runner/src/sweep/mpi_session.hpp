@@ -23,12 +23,14 @@ struct Launch {
 /// From Open MPI's OMPI_COMM_WORLD_*, MPICH's PMI_SIZE / PMI_RANK / MPI_LOCALRANKID, Slurm's
 /// SLURM_STEP_NUM_TASKS / SLURM_PROCID / SLURM_LOCALID (an srun step; a batch script has no
 /// step of several tasks), PMIX_RANK, in that order. A sweep's child process (settings.shard)
-/// is never a rank.
+/// is never a rank. Throws std::invalid_argument (one line) when a rank or local rank is not
+/// below the size beside it.
 Launch detect_launch(const Settings& settings);
 
 /// The CUDA_VISIBLE_DEVICES entry of the rank of `local_rank` on its host: that entry of
 /// `tokens` (its host's entries, device_tokens). "" when `tokens` is empty (no GPU: host ops
-/// only). Throws std::invalid_argument (one line) when local_rank >= tokens.size().
+/// only). Throws std::invalid_argument (one line) when local_rank >= tokens.size(), and when
+/// its entry is listed before it too (two ranks on one GPU).
 std::string rank_device(int local_rank, const std::vector<std::string>& tokens, const std::string& host);
 
 /// The MPI job this process is a rank of (one per process, made by start).
