@@ -66,10 +66,11 @@ Launch detect_launch(const Settings& s) {
     l.rank = var(s, f.rank).value_or(0);
     l.local_rank = var(s, f.local).value_or(-1);
     l.by = std::string(f.size) + "=" + std::to_string(*size);
-    if (l.rank >= l.size || l.local_rank >= l.size) {
-      throw std::invalid_argument(std::string(f.rank) + "=" + std::to_string(l.rank) + " or " + f.local + "=" +
-                                  std::to_string(l.local_rank) + " beside " + l.by +
-                                  ": expected ranks below the job's size (variables of another job?)");
+    const bool rank_bad = l.rank >= l.size;
+    if (rank_bad || l.local_rank >= l.size) {
+      throw std::invalid_argument(std::string(rank_bad ? f.rank : f.local) + "=" +
+                                  std::to_string(rank_bad ? l.rank : l.local_rank) + " beside " + l.by +
+                                  ": expected a rank below the job's size (variables of another job?)");
     }
     return l;
   }
