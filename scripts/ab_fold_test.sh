@@ -4,16 +4,22 @@
 # over the four shape sets. A calibration of the method as much as a measurement: FOLDSCALE
 # changes one multiply per element pair, so a verdict of "no difference" is plausible, and the
 # spread between repetitions shows how small a difference the method can resolve.
-#   scripts/ab_fold_test.sh [--rounds K] [--resolution R] [bench arguments...]
+#   scripts/ab_fold_test.sh [--rounds K] [--resolution R] [--aa] [bench arguments...]
+# --aa: the A/A of FLAGGEMS_MXFP4_FOLDSCALE=0 on both sides, the method's false-flag rate on these
+# benchmarks on this machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# ab_test.sh's own options (--rounds K, --resolution R) come first, bench arguments after them.
-opts=()
+# ab_test.sh's own options (--rounds K, --resolution R, --aa) come first, bench arguments after them.
+opts=() aa=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds|--resolution) opts+=("$1" "${2:-}"); shift; [ $# -gt 0 ] && shift ;;
     --rounds=*|--resolution=*) opts+=("$1"); shift ;;
+    --aa) aa=1; shift ;;
     *) break ;;
   esac
 done
+if [ $aa = 1 ]; then
+  exec "$here/ab_test.sh" "${opts[@]}" --aa FLAGGEMS_MXFP4_FOLDSCALE 0 --benchmark_filter='^mxfp4_(gemm|moe)/' "$@"
+fi
 exec "$here/ab_test.sh" "${opts[@]}" FLAGGEMS_MXFP4_FOLDSCALE 0 1 --benchmark_filter='^mxfp4_(gemm|moe)/' "$@"

@@ -14,16 +14,16 @@
 # --aa: both sides VAR=VALUE: how many benchmarks the method flags on this machine when nothing
 # differs (its calibration; about 5% expected). Default bench arguments: --benchmark_filter=^mxfp4
 # and, per process unless given, --benchmark_repetitions=3 --benchmark_min_time=0.01 (a process's
-# repetitions are one sample however long they run: rounds buy resolution, long loops do not). Everything is kept in an A/B folder
-# ab-YYYYmmdd-HHMMSS under TUNEBENCH_RUNS (default runs/): a.json, b.json, verdict.json, and each
-# process's results as a-1.json, b-1.json, ... (their run directories stay where bench made them).
+# repetitions are one sample however long they run: rounds buy resolution, long loops do not).
+# Everything is kept in an A/B folder ab-YYYYmmdd-HHMMSS under TUNEBENCH_RUNS (default runs/):
+# a.json, b.json, verdict.json, verdict.txt, and each process's results as a-1.json, b-1.json, ...
+# Beside it, under TUNEBENCH_RUNS, stay the 4K+1 run directories bench made (the record run and
+# each replay). Benchmarks that failed in a process are left out of the verdict and named in it.
+# The CPU op uses every core (OpenMP): on a busy machine OMP_NUM_THREADS=1 steadies its A/B.
 # BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
-# PYTHON as for scripts/compare_results.sh.
+# PYTHON (which must import scipy) as for scripts/compare_results.sh. A bench failure ends the A/B
+# with bench's exit status (2: bad usage or input, in bench's own line).
 set -euo pipefail
-if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
 usage="usage: scripts/ab_test.sh [--rounds K] [--resolution R] VAR VALUE_A VALUE_B [bench arguments...], or --aa VAR VALUE [...] (--help for more)"
 rounds=4 resolution=0.01 aa=0
 while [ $# -gt 0 ]; do
@@ -33,6 +33,9 @@ while [ $# -gt 0 ]; do
     --resolution) resolution=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --resolution=*) resolution=${1#--resolution=}; shift ;;
     --aa) aa=1; shift ;;
+    --help|-h) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    # VAR never starts with '-': anything else so spelled is a mistyped option, not the variable.
+    -*) echo "ab_test: unknown option $1 (expected --rounds K, --resolution R, --aa or --help before VAR)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -64,7 +67,17 @@ fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH:-$here/build/bench/bench}
 python=${PYTHON:-/usr/bin/python3}
-[ -x "$bench" ] || { echo "ab_test: no bench at $bench (build first: scripts/build.sh)" >&2; exit 2; }
+[ -f "$bench" ] && [ -x "$bench" ] || { echo "ab_test: no bench at $bench (build first: scripts/build.sh)" >&2; exit 2; }
+# What the verdict needs is checked before the first run, not found missing after the record run.
+command -v "$python" >/dev/null 2>&1 || {
+  echo "ab_test: PYTHON=$python: no such interpreter, expected a Python 3 with scipy (default /usr/bin/python3)" >&2
+  exit 2
+}
+"$python" -c 'import numpy, scipy.stats' >/dev/null 2>&1 || {
+  echo "ab_test: PYTHON=$python does not import scipy (Debian: python3-scipy, which scripts/setup.sh installs)" >&2
+  exit 2
+}
+[ -f "$here/scripts/ab_verdict.py" ] || { echo "ab_test: no $here/scripts/ab_verdict.py, expected a tunebench checkout" >&2; exit 2; }
 args=("$@")
 for arg in "${args[@]}"; do
   case $arg in
@@ -102,17 +115,20 @@ cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
 trap cleanup EXIT
 
 run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directory it made
-  local label=$1 start=$SECONDS; shift
-  if ! env "$@" "$bench" "${args[@]}" >/dev/null 2>"$log"; then
+  local label=$1 start=$SECONDS rc=0; shift
+  env "$@" "$bench" "${args[@]}" >/dev/null 2>"$log" || rc=$?
+  if [ $rc != 0 ]; then
     cat "$log" >&2
-    echo "ab_test: the $label failed" >&2
-    exit 1
+    # Exit status 2 is bench's bad usage or input, already said in its own line; anything else
+    # gets which process it was. Either way bench's status is ab_test's.
+    [ $rc = 2 ] || echo "ab_test: $label failed (bench's exit status $rc)" >&2
+    exit $rc
   fi
-  echo "ab_test: $label: $((SECONDS - start)) s" >&2  # a process's cost, for the rounds' budget
+  echo "ab_test: $label took $((SECONDS - start)) s" >&2  # a process's cost, for the rounds' budget
   grep -o 'bench: run directory .*' "$log" | tail -1 | cut -d' ' -f4-
 }
 
-record=$(run_dir "record run")
+record=$(run_dir "the record run")
 # A record run whose every benchmark failed (no GPU for GPU ops, say) would make every replay fail too.
 "$python" - "$record/results.json" <<'PY' || exit 1
 import json, sys
@@ -126,7 +142,7 @@ side_a=() side_b=()
 replay() {  # replay SIDE: one replay process of that side, its results kept in the A/B folder
   local side=$1 value dir list
   if [ "$side" = a ]; then value=$a; else value=$b; fi
-  dir=$(run_dir "round $round: $(echo "$side" | tr ab AB) ($var=$value)" "$var=$value" REPLAY_FROM="$record")
+  dir=$(run_dir "round $round, $(echo "$side" | tr ab AB) ($var=$value)" "$var=$value" REPLAY_FROM="$record")
   if [ "$side" = a ]; then side_a+=("$dir/results.json"); list=${#side_a[@]}; else side_b+=("$dir/results.json"); list=${#side_b[@]}; fi
   cp "$dir/results.json" "$ab_dir/$side-$list.json"
 }

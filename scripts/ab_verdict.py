@@ -19,8 +19,9 @@ resolution asked for), else "inconclusive" (more rounds would narrow it). With f
 MIN_PROCESSES processes a side the percentile bootstrap is too narrow (scripts/ab_null_rate.py:
 its interval excluded 1 for identical normal samples in 34% of trials at 2 a side, 7.3% at 4,
 2.3% at 8), so no benchmark is called slower or faster. Times are compared in seconds, whatever unit each file reports. DIR/verdict.json
-holds them; the table goes to stdout. Benchmarks that failed in any process are left out, named
-on stderr. Exit status: 0, 1 nothing to compare, 2 bad usage or input.
+holds them; the table goes to stdout. Benchmarks that failed in any process are left out: the
+summary line counts them, a line each names them with the side and the error, and verdict.json
+lists them ("failed": benchmark, sides, error). Exit status: 0, 1 nothing to compare, 2 bad usage or input.
 """
 
 import argparse
@@ -54,12 +55,13 @@ def load(path):
 
 
 def process_samples(doc):
-    """name -> (the process's median real_time, in its unit; its cpu_time; the entry), failed names."""
-    iterations, medians, failed = {}, {}, set()
+    """name -> (the process's median real_time, in its unit; its cpu_time; the entry), and
+    failed name -> its error message."""
+    iterations, medians, failed = {}, {}, {}
     for b in doc["benchmarks"]:
         name = b.get("run_name", b.get("name", ""))
         if b.get("error_occurred"):
-            failed.add(name)
+            failed.setdefault(name, str(b.get("error_message", "")))
         elif b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median":
             medians[name] = b
         elif b.get("run_type") == "iteration":
@@ -144,14 +146,19 @@ def main():
     if not 0 < args.resolution < 1:
         fail(f"--resolution {args.resolution}: expected a fraction between 0 and 1 (0.01 is 1%)")
     docs_a, docs_b = [load(p) for p in args.a], [load(p) for p in args.b]
-    names, failed = None, set()
-    for d in docs_a + docs_b:
-        s, f = process_samples(d)
-        failed |= f
-        names = set(s) if names is None else names & set(s)
+    names, failed = None, {}  # failed: name -> {"benchmark", "sides", "error"}
+    for side, docs in (("A", docs_a), ("B", docs_b)):
+        for d in docs:
+            s, f = process_samples(d)
+            for name, error in f.items():
+                entry = failed.setdefault(name, {"benchmark": name, "sides": [], "error": error})
+                if side not in entry["sides"]:
+                    entry["sides"].append(side)
+            names = set(s) if names is None else names & set(s)
     names = sorted(n for n in names if n not in failed) if names else []
+    failed = [failed[n] for n in sorted(failed)]
     if failed:
-        print(f"ab_verdict: left out, failed in a process: {' '.join(sorted(failed))}", file=sys.stderr)
+        print(f"ab_verdict: left out, failed in a process: {' '.join(f['benchmark'] for f in failed)}", file=sys.stderr)
     if not names:
         fail("no benchmark ran in every process of both sides: nothing to compare", 1)
     try:
@@ -186,6 +193,9 @@ def main():
                f"{counts['no difference']} no difference, {counts['inconclusive']} inconclusive "
                f"(B/A, 95% bootstrap intervals over {len(docs_a)} and {len(docs_b)} processes; "
                f"resolution {100 * args.resolution:g}%)")
+    if failed:  # a benchmark missing from the table would otherwise pass unnoticed
+        summary += (f"; {len(failed)} benchmark{'s' if len(failed) != 1 else ''} failed on a side and "
+                    f"{'are' if len(failed) != 1 else 'is'} left out")
     print(summary)
     if min(len(docs_a), len(docs_b)) < MIN_PROCESSES:
         print(f"(fewer than {MIN_PROCESSES} processes a side: no benchmark is called slower or faster; "
@@ -193,9 +203,12 @@ def main():
     if args.aa:
         print(f"A/A: {flagged} of {len(rows)} benchmarks flagged ({100 * flagged / len(rows):.1f}%; "
               f"identical sides, so each flag is a false positive: about 5% expected at 95% intervals)")
+    for f in failed:
+        print(f"left out: {f['benchmark']} failed on {' and '.join(f['sides'])}: {f['error'] or '(no message)'}")
     with open(os.path.join(args.out, "verdict.json"), "w", encoding="utf-8") as f:
         json.dump({"what": args.what, "resolution": args.resolution, "aa": args.aa, "processes_a": len(docs_a),
-                   "processes_b": len(docs_b), "summary": summary, "benchmarks": rows}, f, indent=2)
+                   "processes_b": len(docs_b), "summary": summary, "benchmarks": rows, "failed": failed}, f,
+                  indent=2)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,13 @@ For an A/B folder of scripts/ab_test.sh (or its verdict.json):
 For a run directory with sweep.jsonl (a sweep in child processes):
   sweep-timeline.png/.svg  one lane per worker: each key from preparing to stored, by op and
                            decode/prefill, bench's re-timing on its own lane
-The files go into the run directory (a JSON file: the folder it is in), or into --out DIR; where
-several inputs write into one folder, each file's name ends with its input's folder name
-(ab-ratio-ab-20261201-131620.png), so none overwrites another.
+The files go into the run directory (a JSON file: the folder it is in), or into --out DIR. A run
+directory made with --benchmark_out=FILE holds no results.json: its manifest.json names the
+results file, which is read instead (its sweep.jsonl is still the run directory's). Where several
+inputs write into one folder, each file's name ends with its input's tag: the folder's name for a
+run directory, an A/B folder or a results.json, the file's stem for any other JSON file
+(ab-ratio-ab-20261201-131620.png); a tag two inputs share gets -2, -3, ... on the later ones, so
+none overwrites another, and an input given twice (RUN and RUN/results.json) is plotted once.
 Time is the median of the repetitions where there are some, else the single run.
 Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it). A bad input gets one
 line on stderr and exit status 2, before any picture is written.
@@ -31,6 +35,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 
 NAME = re.compile(r"^(?P<op>[a-z0-9_]+)/(?P<set>[A-Za-z0-9_]+)/M:(?P<m>\d+)/N:(?P<n>\d+)/K:(?P<k>\d+)"
                   r"(?:/E:(?P<e>\d+)/topk:(?P<topk>\d+))?/manual_time$")
@@ -53,14 +58,72 @@ def load_results(path):
         fail(f"{path}: not Google Benchmark JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or "context" not in doc:
         fail(f"{path}: not Google Benchmark JSON (expected an object with 'context' and a 'benchmarks' list)")
+    # The entries the pictures use are checked here, so that a malformed one is refused before any
+    # picture is drawn rather than ending the drawing half-way in a traceback.
+    for i, b in enumerate(doc["benchmarks"]):
+        if not isinstance(b, dict):
+            fail(f"{path}: benchmarks[{i}] is not an object, expected Google Benchmark JSON")
+        name = b.get("run_name", "")
+        if not isinstance(name, str) or not NAME.match(name) or b.get("error_occurred"):
+            continue
+        time = b.get("real_time")
+        if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time) or time < 0:
+            fail(f"{path}: benchmark {b.get('name', name)}: 'real_time' is {json.dumps(time)}, "
+                 f"expected a number (Google Benchmark JSON)")
+        if b.get("time_unit", "ns") not in UNIT_S:
+            fail(f"{path}: benchmark {b.get('name', name)}: 'time_unit' is {json.dumps(b.get('time_unit'))}, "
+                 f"expected one of {', '.join(UNIT_S)}")
     return doc
+
+
+def load_verdict(path):
+    """The verdict.json of an A/B folder, checked before any picture is drawn."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            v = json.load(f)
+        rows = v["benchmarks"]
+        number = (int, float)
+        if not isinstance(v["resolution"], number) or not isinstance(rows, list):
+            raise TypeError("resolution or benchmarks")
+        for r in rows:
+            if not isinstance(r["benchmark"], str) or not isinstance(r["ratio"], number) or \
+                    not all(e is None or isinstance(e, number) for e in (r["ci_low"], r["ci_high"])):
+                raise TypeError(r.get("benchmark"))
+            r["verdict"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        fail(f"{path}: not an A/B verdict of scripts/ab_test.sh ({type(e).__name__}), expected its verdict.json")
+    return v
+
+
+def run_results(folder):
+    """The results file of a run directory: results.json, else the file its manifest.json names
+    (a run made with --benchmark_out=FILE); None for a folder that is no run directory."""
+    results = os.path.join(folder, "results.json")
+    manifest = os.path.join(folder, "manifest.json")
+    if os.path.isfile(results) or not os.path.isfile(manifest):
+        return results if os.path.isfile(results) else None
+    try:
+        with open(manifest, encoding="utf-8") as f:
+            named = json.load(f)["results"]
+        if not isinstance(named, str):
+            raise TypeError("'results' is not a string")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail(f"{manifest}: no 'results' field naming the results file ({type(e).__name__}), "
+             f"expected the manifest.json of a bench run directory")
+    if not named:
+        fail(f"{manifest}: 'results' is empty (the run wrote no results file), expected a run with JSON results")
+    path = os.path.join(folder, named)  # an absolute name stays as it is
+    if not os.path.isfile(path):
+        fail(f"{manifest}: the results file it names, {path}, does not exist")
+    return path
 
 
 def points(doc):
     """(op, set) -> (n, k) -> list of (m, seconds, roofline% or None, throttled)."""
     chosen = {}
     for b in doc["benchmarks"]:
-        match = NAME.match(b.get("run_name", ""))
+        name = b.get("run_name", "")
+        match = NAME.match(name) if isinstance(name, str) else None
         if not match or b.get("error_occurred"):
             continue
         median = b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"
@@ -97,7 +160,10 @@ def save(fig, out_dir, stem, written):
     out_dir, tag = out_dir
     for ext in ("png", "svg"):
         path = os.path.join(out_dir, f"{stem}{tag}.{ext}")
-        fig.savefig(path, dpi=110 if ext == "png" else None, bbox_inches="tight")
+        try:
+            fig.savefig(path, dpi=110 if ext == "png" else None, bbox_inches="tight")
+        except OSError as e:
+            fail(f"{path}: {e.strerror or e}, expected a folder to write the pictures into")
         written.append(path)
 
 
@@ -262,15 +328,9 @@ def plot_timeline(plt, records, out_dir, written):
     plt.close(fig)
 
 
-def plot_ab(plt, path, out_dir, written):
-    try:
-        with open(path, encoding="utf-8") as f:
-            v = json.load(f)
-        rows = v["benchmarks"]
-        resolution = float(v["resolution"])
-        [(r["benchmark"], float(r["ratio"]), r["ci_low"], r["ci_high"], r["verdict"]) for r in rows]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        fail(f"{path}: not an A/B verdict of scripts/ab_test.sh ({type(e).__name__})")
+def plot_ab(plt, v, out_dir, written):
+    rows = v["benchmarks"]
+    resolution = float(v["resolution"])
     # Numbers in names compared as numbers: M:2 before M:16, each GEMM's M in order.
     rows = sorted(rows, key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r["benchmark"])])
     colour = {"slower": "C3", "faster": "C2", "no difference": "C0", "inconclusive": "C7"}
@@ -316,49 +376,85 @@ def main():
         from matplotlib import ticker
     except ImportError:
         fail("matplotlib is not installed (Debian: apt-get install python3-matplotlib, or scripts/setup.sh)")
+    # Every input read and checked before the first picture (and before --out is made), so a bad
+    # one leaves nothing behind.
+    jobs, seen = [], set()
+    for given in args.inputs:
+        verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
+        if os.path.isfile(verdict):
+            folder = os.path.dirname(os.path.abspath(verdict))
+            source = os.path.realpath(verdict)
+            if source not in seen:
+                seen.add(source)
+                jobs.append(("ab", load_verdict(verdict), args.out or folder, os.path.basename(folder)))
+            continue
+        if os.path.isdir(given):
+            run_dir = given
+            results = run_results(given)
+            if results is None:
+                fail(f"{given}: a folder with neither results.json (a run directory; or a manifest.json naming "
+                     f"its results file) nor verdict.json (an A/B folder)")
+            folder = given
+            name = os.path.basename(os.path.abspath(given))
+        elif os.path.isfile(given):
+            results = given
+            run_dir = folder = os.path.dirname(os.path.abspath(results))
+            name = os.path.basename(folder) if os.path.basename(results) == "results.json" \
+                else os.path.splitext(os.path.basename(results))[0]
+        else:
+            fail(f"{given}: no such file or folder")
+        source = os.path.realpath(results)
+        if source in seen:
+            continue
+        seen.add(source)
+        doc = load_results(results)
+        # A run directory keeps its sweep.jsonl even where --benchmark_out put the results elsewhere.
+        logs = [os.path.join(run_dir, "sweep.jsonl"), os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")]
+        log = next((p for p in logs if os.path.isfile(p)), None)
+        records = sweep_records(log) if log else None
+        context = doc["context"] if isinstance(doc["context"], dict) else {}
+        source = f"{context.get('gpu_name', context.get('host_name', '?'))}, {str(context.get('date', '?'))[:10]}"
+        jobs.append(("run", (points(doc), records, source), args.out or folder, name))
+    if not any(kind == "ab" or what[0] or what[1] for kind, what, _, _ in jobs):
+        fail("nothing to plot: no benchmark of the inputs ran (every entry failed, or none is a tunebench benchmark)")
+    shared = collections.Counter(os.path.abspath(out_dir) for _, _, out_dir, _ in jobs)
+    tags, used = [], set()
+    for _, _, out_dir, name in jobs:
+        if shared[os.path.abspath(out_dir)] == 1:
+            tags.append("")
+            continue
+        tag, n = name, 1
+        while (os.path.abspath(out_dir), tag) in used:  # m1/r and m2/r: r, then r-2
+            n += 1
+            tag = f"{name}-{n}"
+        used.add((os.path.abspath(out_dir), tag))
+        tags.append(f"-{tag}")
+    jobs = [(kind, what, (out_dir, tag)) for (kind, what, out_dir, _), tag in zip(jobs, tags)]
     if args.out:
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as e:
             fail(f"--out {args.out}: {e.strerror or e}, expected a folder to write into")
-    # Every input read and checked before the first picture, so a bad one leaves none behind.
-    jobs = []
-    for given in args.inputs:
-        verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
-        if os.path.isfile(verdict):
-            folder = os.path.dirname(os.path.abspath(verdict))
-            jobs.append(("ab", verdict, args.out or folder, os.path.basename(folder)))
-            continue
-        if os.path.isdir(given):
-            results = os.path.join(given, "results.json")
-            if not os.path.isfile(results):
-                fail(f"{given}: a folder with neither results.json (a run directory) nor verdict.json (an A/B folder)")
-        elif os.path.isfile(given):
-            results = given
-        else:
-            fail(f"{given}: no such file or folder")
-        doc = load_results(results)
-        log = os.path.join(os.path.dirname(os.path.abspath(results)), "sweep.jsonl")
-        records = sweep_records(log) if os.path.isfile(log) else None
-        folder = os.path.dirname(os.path.abspath(results))
-        name = os.path.basename(folder) if os.path.basename(results) == "results.json" else os.path.splitext(os.path.basename(results))[0]
-        jobs.append(("run", (doc, records), args.out or folder, name))
-    shared = collections.Counter(os.path.abspath(out_dir) for _, _, out_dir, _ in jobs)
-    jobs = [(kind, what, (out_dir, f"-{name}" if shared[os.path.abspath(out_dir)] > 1 else ""))
-            for kind, what, out_dir, name in jobs]
+    # A folder that exists but takes no files (read-only, /sys) is found before the first picture.
+    for out_dir in sorted({os.path.abspath(out_dir) for _, _, (out_dir, _) in jobs}):
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".plot-", dir=out_dir)
+            os.close(fd)
+            os.remove(probe)
+        except OSError as e:
+            where = f"--out {args.out}" if args.out else out_dir
+            fail(f"{where}: {e.strerror or e}, expected a folder to write the pictures into")
     written = []
     for kind, what, out_dir in jobs:
         if kind == "ab":
             plot_ab(plt, what, out_dir, written)
             continue
-        doc, records = what
-        context = doc["context"]
-        source = f"{context.get('gpu_name', context.get('host_name', '?'))}, {str(context.get('date', '?'))[:10]}"
-        plot_sets(plt, ticker, points(doc), source, out_dir, written)
+        data, records, source = what
+        plot_sets(plt, ticker, data, source, out_dir, written)
         if records:
             plot_timeline(plt, records, out_dir, written)
-    if not written:
-        fail("nothing to plot: no benchmark of the inputs ran (every entry failed, or none is a tunebench benchmark)")
+    if not written:  # a sweep log without one finished key, and no benchmark beside it
+        fail("nothing to plot: no benchmark of the inputs ran and no sweep key finished")
     for path in written:
         print(path)
 

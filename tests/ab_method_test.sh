@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The A/B method on the CPU op (no GPU needed): an A/A flags no more benchmarks than its false-
 # positive rate allows, the positive control (TUNEBENCH_FAULT_INJECT=slowdown, every timed run
-# 2x longer) is flagged slower everywhere with the injected ratio in the interval, and bad
-# arguments get one line and exit status 2.
+# 2x longer) is flagged slower everywhere with the injected ratio in the interval, failed
+# benchmarks are counted and named in the verdict, ab_fold_test.sh --aa is the A/A of FOLDSCALE=0,
+# a failing process is named with bench's exit status, and bad arguments get one line and exit
+# status 2 before any run.
 set -euo pipefail
 bench=${1:?usage: ab_method_test.sh BENCH}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,13 +49,69 @@ assert len(its) == 4 * 8 and all(b["repetitions"] == 8 for b in its), len(its)
 assert d["context"]["tunebench_ab_processes"] == "8"
 PY
 
-# Bad arguments: one line, exit status 2, before any run.
-for bad in "--rounds 0 X 0 1" "--rounds x X 0 1" "--resolution 2 X 0 1" "--aa X" "X 0"; do
+# Benchmarks that fail (GPU ops with no GPU visible) are counted in the summary and named in
+# verdict.json, not dropped unseen; every process leaves its run directory beside the A/B folder.
+CUDA_VISIBLE_DEVICES='' TUNEBENCH_RUNS=$work/runs-failed "$ab" --rounds 1 FLAGGEMS_MXFP4_FOLDSCALE 0 1 "${common[@]}" \
+  '--benchmark_filter=^(cpu|mxfp4_gemm)' >/dev/null 2>"$work/failed.err" || fail "A/B with failing benchmarks: $(cat "$work/failed.err")"
+failed_ab=$(ls -d "$work"/runs-failed/ab-*/)
+grep -Eq '^verdict: 4 benchmarks, .*; 4 benchmarks failed on a side and are left out$' "$failed_ab/verdict.txt" \
+  || fail "the verdict does not count the failed benchmarks: $(cat "$failed_ab/verdict.txt")"
+/usr/bin/python3 - "$failed_ab/verdict.json" <<'PY' || fail "verdict.json does not name the failed benchmarks"
+import json, sys
+v = json.load(open(sys.argv[1]))
+names = sorted(f["benchmark"] for f in v["failed"])
+assert len(names) == 4 and all(n.startswith("mxfp4_gemm/") for n in names), names
+assert all(f["sides"] == ["A", "B"] for f in v["failed"]), v["failed"]
+assert "4 benchmarks failed on a side and are left out" in v["summary"], v["summary"]
+PY
+[ "$(find "$work/runs-failed" -mindepth 1 -maxdepth 1 -type d ! -name 'ab-*' | wc -l)" = 5 ] \
+  || fail "not the 4K+1 = 5 run directories beside the A/B folder: $(ls "$work/runs-failed" | tr '\n' ' ')"
+
+# ab_fold_test.sh --aa: the A/A of FOLDSCALE=0 (of the CPU op here: the later filter wins).
+TUNEBENCH_RUNS=$work/runs-fold "$here/../scripts/ab_fold_test.sh" --aa --rounds 1 "${common[@]}" >"$work/fold.txt" \
+  2>"$work/fold.err" || fail "ab_fold_test.sh --aa: $(cat "$work/fold.err")"
+/usr/bin/python3 - "$(ls -d "$work"/runs-fold/ab-*/)/verdict.json" <<'PY' || fail "ab_fold_test.sh --aa is not the A/A of FOLDSCALE=0"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["aa"] is True and v["what"].startswith("FLAGGEMS_MXFP4_FOLDSCALE: A=0, B=0;"), (v["aa"], v["what"])
+assert len(v["benchmarks"]) == 4, len(v["benchmarks"])
+PY
+
+# A replay that fails: which process, in ab_test's words, with bench's exit status passed through.
+printf '#!/bin/sh\nif [ "${AB_X:-}" = 2 ]; then echo "bench: failed on purpose" >&2; exit 3; fi\nexec "%s" "$@"\n' \
+  "$bench" >"$work/failing-bench"
+chmod +x "$work/failing-bench"
+set +e
+BENCH=$work/failing-bench "$ab" --rounds 1 AB_X 1 2 "${common[@]}" >/dev/null 2>"$work/replay.err"
+rc=$?
+set -e
+[ "$rc" = 3 ] && [ "$(tail -1 "$work/replay.err")" = "ab_test: round 1, B (AB_X=2) failed (bench's exit status 3)" ] \
+  || fail "a failing replay: exit $rc, $(cat "$work/replay.err")"
+
+# Bad arguments or settings: one line, exit status 2, before any run (nothing left under
+# TUNEBENCH_RUNS): ab_test's own checks, and bench's bad settings in bench's own line. Each case
+# is ENVIRONMENT|ARGUMENTS|the line expected.
+before=$(ls "$work/runs" | wc -l)
+while IFS='|' read -r environment arguments expected; do
   set +e
   # shellcheck disable=SC2086
-  "$ab" $bad >/dev/null 2>"$work/bad.err"
+  env ${environment:+"$environment"} "$ab" $arguments >/dev/null 2>"$work/bad.err"
   rc=$?
   set -e
-  [ "$rc" = 2 ] && [ "$(wc -l <"$work/bad.err")" = 1 ] || fail "ab_test.sh $bad: exit $rc, $(cat "$work/bad.err")"
-done
+  [ "$rc" = 2 ] && [ "$(wc -l <"$work/bad.err")" = 1 ] && grep -Eq "$expected" "$work/bad.err" \
+    || fail "ab_test.sh $environment $arguments: exit $rc, $(cat "$work/bad.err"), expected /$expected/"
+done <<EOF
+|--rounds 0 X 0 1|^ab_test: --rounds '0': 
+|--rounds x X 0 1|^ab_test: --rounds 'x': 
+|--resolution 2 X 0 1|^ab_test: --resolution '2': 
+|--aa X|^usage: 
+|X 0|^usage: 
+|--rounds=2 --bogus X 1 2|^ab_test: unknown option --bogus
+PYTHON=/nonexistent|X 0 1|^ab_test: PYTHON=/nonexistent: 
+PYTHON=/bin/false|X 0 1|^ab_test: PYTHON=/bin/false does not import scipy
+BENCH=$work|X 0 1|^ab_test: no bench at $work 
+|X 0 1 ${common[*]} --benchmark_min_time=1s|^bench: --benchmark_min_time='1s': 
+|X 0 1 --tunebench_shapes=/nonexist --benchmark_filter=cpu_|^bench: /nonexist: 
+EOF
+[ "$(ls "$work/runs" | wc -l)" = "$before" ] || fail "a refused A/B left a folder under TUNEBENCH_RUNS"
 echo "A/B method: ok"

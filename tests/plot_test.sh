@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/plot.py on a CPU run of bench (no GPU needed): the pictures of a run directory (latency
-# per shape set, the sweep timeline) are non-empty PNGs of a readable size, with their SVGs; a
-# file that is not Google Benchmark JSON is refused in one line.
+# per shape set, the sweep timeline) are non-empty PNGs of a readable size, with their SVGs, also
+# for a run whose results went to --benchmark_out; inputs never overwrite each other; a file that
+# is not Google Benchmark JSON, or a folder that takes no files, is refused in one line.
 set -euo pipefail
 bench=${1:?usage: plot_test.sh BENCH}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +37,35 @@ grep -q "latency-dsv4f_decode_tiny.png" "$work/plot.out" || fail "plot.py did no
 /usr/bin/python3 "$plot" "$run_dir/results.json" --out "$work/pictures" >/dev/null 2>&1 || fail "plot.py --out"
 [ -s "$work/pictures/latency-dsv4f_decode_tiny.png" ] || fail "--out wrote nothing there"
 
+# A run directory made with --benchmark_out=FILE has no results.json: its manifest.json names the
+# file, and its sweep.jsonl (a cache of its own, so that it sweeps) still gives the timeline. The file alone, in a folder that is no run
+# directory, gets the latency picture beside it and no timeline.
+mkdir "$work/elsewhere"
+TUNEBENCH_RUNS=$work/out-runs TUNEBENCH_CACHE=$work/out-cache.sqlite TUNEBENCH_ISOLATE_SWEEP=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ \
+  --benchmark_min_time=0.01 --benchmark_out="$work/elsewhere/cpu.json" >/dev/null 2>"$work/bench.err" \
+  || fail "bench --benchmark_out: $(cat "$work/bench.err")"
+out_run=$(ls -d "$work"/out-runs/*/ | head -1)
+[ ! -e "$out_run/results.json" ] && [ -f "$out_run/sweep.jsonl" ] || fail "not the run directory expected: $(ls "$out_run" | tr '\n' ' ')"
+/usr/bin/python3 "$plot" "$out_run" >/dev/null 2>"$work/plot.err" || fail "plot.py on a --benchmark_out run: $(cat "$work/plot.err")"
+for stem in latency-dsv4f_decode_tiny sweep-timeline; do
+  [ -s "$out_run/$stem.png" ] || fail "plot.py on a --benchmark_out run directory: no $stem.png ($(ls "$out_run" | tr '\n' ' '))"
+done
+/usr/bin/python3 "$plot" "$work/elsewhere/cpu.json" >/dev/null 2>"$work/plot.err" || fail "plot.py on cpu.json: $(cat "$work/plot.err")"
+[ -s "$work/elsewhere/latency-dsv4f_decode_tiny.png" ] && [ ! -e "$work/elsewhere/sweep-timeline.png" ] \
+  || fail "plot.py on a JSON file outside its run directory: $(ls "$work/elsewhere" | tr '\n' ' ')"
+
+# Two inputs with one folder name: distinct tags; one input given twice: plotted once.
+mkdir -p "$work/m1/r" "$work/m2/r"
+cp "$run_dir/results.json" "$work/m1/r/"
+cp "$run_dir/results.json" "$work/m2/r/"
+/usr/bin/python3 "$plot" "$work/m1/r" "$work/m2/r" --out "$work/same" >/dev/null 2>"$work/plot.err" || fail "plot.py m1/r m2/r: $(cat "$work/plot.err")"
+for f in latency-dsv4f_decode_tiny-r.png latency-dsv4f_decode_tiny-r-2.png; do
+  [ -s "$work/same/$f" ] || fail "m1/r and m2/r into one --out: no $f ($(ls "$work/same" | tr '\n' ' '))"
+done
+/usr/bin/python3 "$plot" "$run_dir" "$run_dir/results.json" --out "$work/twice" >"$work/twice.out" 2>"$work/plot.err" \
+  || fail "plot.py RUN RUN/results.json: $(cat "$work/plot.err")"
+[ "$(grep -c 'latency-.*\.png$' "$work/twice.out")" = 1 ] || fail "RUN and RUN/results.json not plotted once: $(cat "$work/twice.out")"
+
 # An A/B folder of scripts/ab_test.sh: the ratio of each benchmark with its interval.
 BENCH="$bench" "$here/../scripts/ab_test.sh" --rounds 1 FLAGGEMS_MXFP4_FOLDSCALE 0 1 --tunebench_shapes="$tiny" \
   --benchmark_filter=cpu_ --benchmark_min_time=0.01 >/dev/null 2>"$work/ab.err" || fail "ab_test.sh: $(cat "$work/ab.err")"
@@ -49,12 +79,45 @@ for f in "ab-ratio-$ab_name.png" "latency-dsv4f_decode_tiny-$run_name.png"; do
   [ -s "$work/both/$f" ] || fail "two inputs into one --out: no $f ($(ls "$work/both" | tr '\n' ' '))"
 done
 
-# Not Google Benchmark JSON: one line naming the file, a non-zero exit, nothing written.
+# Not Google Benchmark JSON, or an entry without a number for real_time: one line naming the
+# file, exit status 2, and nothing written, not even the --out folder.
 printf 'name,real_time\nx,1\n' >"$work/results.csv"
 echo '{"configs": []}' >"$work/other.json"
-for bad in "$work/results.csv" "$work/other.json" "$work/missing.json" "$work/pictures"; do
-  if /usr/bin/python3 "$plot" "$bad" --out "$work/bad" >"$work/bad.out" 2>"$work/bad.err"; then fail "plot.py accepted $bad"; fi
+for broken in no-time:None text-time:'"abc"'; do
+  /usr/bin/python3 - "$run_dir/results.json" "$work/${broken%%:*}.json" "${broken#*:}" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+b = doc["benchmarks"][0]
+if sys.argv[3] == "None":
+    del b["real_time"]
+else:
+    b["real_time"] = json.loads(sys.argv[3])
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+done
+for bad in "$work/results.csv" "$work/other.json" "$work/missing.json" "$work/pictures" "$work/no-time.json" \
+    "$work/text-time.json"; do
+  set +e
+  /usr/bin/python3 "$plot" "$bad" --out "$work/bad/sub" >"$work/bad.out" 2>"$work/bad.err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "plot.py $bad: exit status $rc, expected 2 ($(cat "$work/bad.err"))"
   [ "$(wc -l <"$work/bad.err")" = 1 ] && grep -q "^plot.py: $bad: " "$work/bad.err" || fail "message for $bad: $(cat "$work/bad.err")"
-  [ -z "$(ls "$work/bad" 2>/dev/null)" ] || fail "plot.py wrote pictures for $bad"
+  [ ! -e "$work/bad" ] || fail "plot.py made --out for $bad"
+done
+grep -q "'real_time' is \"abc\", expected a number" "$work/bad.err" || fail "message for a text real_time: $(cat "$work/bad.err")"
+# A folder that takes no files: refused in one line before drawing. /sys refuses new files even to
+# root; a folder without write permission refuses them to anyone else.
+unwritable=()
+[ ! -d /sys/kernel ] || unwritable+=(/sys/kernel)
+if [ "$(id -u)" != 0 ]; then mkdir "$work/ro" && chmod a-w "$work/ro" && unwritable+=("$work/ro"); fi
+[ ${#unwritable[@]} -gt 0 ] || fail "no unwritable folder to try --out on"
+for ro in "${unwritable[@]}"; do
+  set +e
+  /usr/bin/python3 "$plot" "$run_dir" --out "$ro" >/dev/null 2>"$work/ro.err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && [ "$(wc -l <"$work/ro.err")" = 1 ] && grep -q "^plot.py: --out $ro: " "$work/ro.err" \
+    || fail "plot.py --out $ro: exit status $rc, $(cat "$work/ro.err")"
 done
 echo "plot.py: ok"
