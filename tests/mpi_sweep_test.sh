@@ -50,6 +50,8 @@ import json, sys
 c = json.load(open(sys.argv[1]))["context"]
 assert c["mpi_ranks"] == "4" and c["mpi_lost_ranks"] == "" and c["tunebench_host"], c
 assert c["mpi_rank_devices"].startswith("0="), c
+# Worker seconds are the ranks' children's own, never less than the kernel time they timed.
+assert 0 < float(c["tunebench_sweep_kernel_seconds"]) <= float(c["tunebench_sweep_worker_seconds"]), c
 PY
 "$tool" --cache="$work/mpi.sqlite" list | grep -c cpu_mxfp4_gemm | grep -qx 4 || fail "the cache lacks keys"
 host=$(hostname)

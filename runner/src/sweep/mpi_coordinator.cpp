@@ -167,6 +167,7 @@ class Coordinator {
     const auto i = index_of(j.at("key").get<std::string>());
     if (!i) return;
     s.in_flight.erase(std::remove(s.in_flight.begin(), s.in_flight.end(), *i), s.in_flight.end());
+    if (j.contains("worker_s")) s.figures.wall_s = std::max(s.figures.wall_s, j.at("worker_s").get<double>());
     const Family& f = *k_.keys[*i];
     auto entry = entry_from_json(j.at("entry"), cache_key(*f.op, f.shape, context_));
     if (j.at("done").get<bool>() && entry.best) {
@@ -305,6 +306,8 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, RunCon
   workers_stopped_ = true;
   lost_.insert(lost_.end(), c.lost.begin(), c.lost.end());
   if (!caught_signal()) c.retime_elsewhere(rank_devices_);
+  // Worker seconds: rank 0's own child as it ran, the other ranks' children as of their last
+  // result (their idle wait for the stop after it is not worker time).
   for (auto& s : c.slots) {
     if (s.figures.device.empty()) s.figures.device = rank_devices_[static_cast<std::size_t>(s.rank)];
     report.per_shard.push_back(s.figures);
@@ -316,11 +319,6 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, RunCon
   }
   scratch.remove();
   report.seconds = since(started);
-  for (std::size_t r = 1; r < c.slots.size(); ++r) {
-    // A rank's own start and end are not reported: it counts as busy for the whole sweep.
-    if (c.slots[r].live) report.per_shard[r].wall_s = report.seconds;
-    report.worker_s += report.per_shard[r].wall_s;
-  }
   signals.restore();
   if (const int sig = caught_signal()) {
     std::cerr << "bench: interrupted during the MPI sweep; " << count_of(report.tuned, "finished key", "finished keys")

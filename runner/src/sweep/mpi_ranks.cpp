@@ -126,7 +126,9 @@ class Worker {
   void send_result(const std::string& name, bool done, const std::string& why) {
     const Family* f = family_named(families_, name);
     if (!f) return;
-    json r{{"key", name}, {"done", done}, {"entry", child_->result(*f, context_)}, {"why", why}};
+    // worker_s: the seconds this rank's children have run so far, for the sweep's busy figure.
+    json r{{"key", name}, {"done", done}, {"entry", child_->result(*f, context_)}, {"why", why},
+           {"worker_s", ended_children_s_ + child_->wall_s()}};
     mpi_.post(0, kResultTag, r.dump());
   }
 
@@ -142,6 +144,7 @@ class Worker {
     if (!child_->exited()) return;
     const std::string why = child_->hung() ? "its child hung" : "its child ended with " + describe_exit(child_->status());
     for (const auto& name : child_->in_flight()) send_result(name, false, why);
+    ended_children_s_ += child_->wall_s();
     child_.reset();
   }
 
@@ -153,6 +156,7 @@ class Worker {
   std::filesystem::path dir_;
   std::unique_ptr<RankChild> child_;
   int generation_ = 0;
+  double ended_children_s_ = 0;  // wall seconds of this rank's children that have exited
   bool stopping_ = false;
   Clock::time_point heard_;
 };
