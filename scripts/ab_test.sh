@@ -73,7 +73,8 @@ command -v "$python" >/dev/null 2>&1 || {
   echo "ab_test: PYTHON=$python: no such interpreter, expected a Python 3 with scipy (default /usr/bin/python3)" >&2
   exit 2
 }
-"$python" -c 'import numpy, scipy.stats' >/dev/null 2>&1 || {
+# What it prints, not only its exit status: /bin/true "imports" anything.
+[ "$("$python" -c 'import numpy, scipy.stats; print("scipy ok")' 2>/dev/null)" = "scipy ok" ] || {
   echo "ab_test: PYTHON=$python does not import scipy (Debian: python3-scipy, which scripts/setup.sh installs)" >&2
   exit 2
 }
@@ -154,6 +155,7 @@ verdict=(--resolution "$resolution" --what "$var: A=$a, B=$b; configs of $record
 [ $aa = 0 ] || verdict+=(--aa)
 "$python" "$here/scripts/ab_verdict.py" --a "${side_a[@]}" --b "${side_b[@]}" --out "$ab_dir" "${verdict[@]}" \
   >"$ab_dir/verdict.txt" || exit 1
+[ -s "$ab_dir/verdict.json" ] || { echo "ab_test: $python wrote no verdict ($ab_dir/verdict.json missing)" >&2; exit 1; }
 done_ok=1  # the verdict is made: the folder stays whatever compare.py says
 echo "compare.py on the per-process medians ($ab_dir/a.json against b.json):"
 "$here/scripts/compare_results.sh" "$ab_dir/a.json" "$ab_dir/b.json" || true

@@ -56,7 +56,7 @@ def load_results(path):
             doc = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         fail(f"{path}: not Google Benchmark JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or "context" not in doc:
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or not isinstance(doc.get("context"), dict):
         fail(f"{path}: not Google Benchmark JSON (expected an object with 'context' and a 'benchmarks' list)")
     # The entries the pictures use are checked here, so that a malformed one is refused before any
     # picture is drawn rather than ending the drawing half-way in a traceback.
@@ -67,9 +67,9 @@ def load_results(path):
         if not isinstance(name, str) or not NAME.match(name) or b.get("error_occurred"):
             continue
         time = b.get("real_time")
-        if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time) or time < 0:
+        if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time) or time <= 0:
             fail(f"{path}: benchmark {b.get('name', name)}: 'real_time' is {json.dumps(time)}, "
-                 f"expected a number (Google Benchmark JSON)")
+                 f"expected a positive number (Google Benchmark JSON; a time on a log axis)")
         if b.get("time_unit", "ns") not in UNIT_S:
             fail(f"{path}: benchmark {b.get('name', name)}: 'time_unit' is {json.dumps(b.get('time_unit'))}, "
                  f"expected one of {', '.join(UNIT_S)}")

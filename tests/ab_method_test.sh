@@ -15,6 +15,8 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT PARALLEL_WARMUP_GPUS REPLAY_FROM TUNEBENCH_SWEEP
 export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs TUNEBENCH_CACHE=$work/cache.sqlite BENCH=$bench
+# One thread: the CPU op's OpenMP threads on a small, shared machine move whole processes (README).
+export OMP_NUM_THREADS=1
 common=(--tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01)
 verdict() {  # one line per benchmark of the last A/B: verdict|ratio|ci_low|ci_high
   /usr/bin/python3 -c 'import json,sys
@@ -109,6 +111,7 @@ done <<EOF
 |--rounds=2 --bogus X 1 2|^ab_test: unknown option --bogus
 PYTHON=/nonexistent|X 0 1|^ab_test: PYTHON=/nonexistent: 
 PYTHON=/bin/false|X 0 1|^ab_test: PYTHON=/bin/false does not import scipy
+PYTHON=/bin/true|X 0 1|^ab_test: PYTHON=/bin/true does not import scipy
 BENCH=$work|X 0 1|^ab_test: no bench at $work 
 |X 0 1 ${common[*]} --benchmark_min_time=1s|^bench: --benchmark_min_time='1s': 
 |X 0 1 --tunebench_shapes=/nonexist --benchmark_filter=cpu_|^bench: /nonexist: 

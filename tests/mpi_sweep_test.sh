@@ -90,4 +90,10 @@ CUDA_VISIBLE_DEVICES=0 TUNEBENCH_CACHE=$work/mpi.sqlite "$mpirun" -np 2 "$bench"
 [[ $(grep -c "^bench: rank [01]: " "$work/dev.err") == 2 ]] || fail "expected a line from each rank: $(cat "$work/dev.err")"
 grep -q "^bench: rank 1: local rank 1 on .* 1 GPU entry" "$work/dev.err" || fail "rank 1's line: $(cat "$work/dev.err")"
 [[ ! -s $work/dev.out ]] || fail "a refused run wrote to stdout"
+# A launcher's variables without a launcher (left from another job): a warning and a plain run.
+OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 TUNEBENCH_CACHE=$work/mpi.sqlite "$bench" "${args[@]}" \
+  --benchmark_out="$work/stale.json" >/dev/null 2>"$work/stale.err" || fail "stale launcher variables: $(tail -3 "$work/stale.err")"
+grep -q "^bench: WARNING: OMPI_COMM_WORLD_SIZE=2 says 2 ranks, but MPI started this process alone" "$work/stale.err" \
+  || fail "no warning for stale launcher variables: $(grep bench: "$work/stale.err")"
+diff <(names "$work/one.json") <(names "$work/stale.json") || fail "the plain run under stale variables lost benchmarks"
 echo "PASS"

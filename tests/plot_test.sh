@@ -83,7 +83,7 @@ done
 # file, exit status 2, and nothing written, not even the --out folder.
 printf 'name,real_time\nx,1\n' >"$work/results.csv"
 echo '{"configs": []}' >"$work/other.json"
-for broken in no-time:None text-time:'"abc"'; do
+for broken in no-time:None text-time:'"abc"' zero-time:0; do
   /usr/bin/python3 - "$run_dir/results.json" "$work/${broken%%:*}.json" "${broken#*:}" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -96,7 +96,7 @@ json.dump(doc, open(sys.argv[2], "w"))
 PY
 done
 for bad in "$work/results.csv" "$work/other.json" "$work/missing.json" "$work/pictures" "$work/no-time.json" \
-    "$work/text-time.json"; do
+    "$work/zero-time.json" "$work/text-time.json"; do
   set +e
   /usr/bin/python3 "$plot" "$bad" --out "$work/bad/sub" >"$work/bad.out" 2>"$work/bad.err"
   rc=$?
@@ -105,7 +105,7 @@ for bad in "$work/results.csv" "$work/other.json" "$work/missing.json" "$work/pi
   [ "$(wc -l <"$work/bad.err")" = 1 ] && grep -q "^plot.py: $bad: " "$work/bad.err" || fail "message for $bad: $(cat "$work/bad.err")"
   [ ! -e "$work/bad" ] || fail "plot.py made --out for $bad"
 done
-grep -q "'real_time' is \"abc\", expected a number" "$work/bad.err" || fail "message for a text real_time: $(cat "$work/bad.err")"
+grep -q "'real_time' is \"abc\", expected a positive number" "$work/bad.err" || fail "message for a text real_time: $(cat "$work/bad.err")"
 # A folder that takes no files: refused in one line before drawing. /sys refuses new files even to
 # root; a folder without write permission refuses them to anyone else.
 unwritable=()

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 #include "sweep/shard_plan.hpp"
@@ -184,12 +185,25 @@ MpiSession* MpiSession::start(Settings& settings) {
       error = e.what();
     }
   };
+  const auto visible_given = settings.visible_devices;
   if (l.local_rank >= 0) choose(l.local_rank);
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &s->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &s->size_);
   if (s->size_ <= 1) {
+    if (l.size > 1) {
+      // Variables left from another job (a shell inside an allocation, say): a plain run, on the
+      // devices the caller gave.
+      std::cerr << "bench: WARNING: " << l.by << " says " << l.size
+                << " ranks, but MPI started this process alone: a plain run, not a rank of an MPI sweep\n";
+      if (visible_given) {
+        setenv("CUDA_VISIBLE_DEVICES", visible_given->c_str(), 1);
+      } else {
+        unsetenv("CUDA_VISIBLE_DEVICES");
+      }
+      settings.visible_devices = visible_given;
+    }
     MPI_Finalize();
     delete s;
     return nullptr;
