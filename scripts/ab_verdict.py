@@ -21,10 +21,13 @@ its interval excluded 1 for identical normal samples in 34% of trials at 2 a sid
 2.3% at 8), so no benchmark is called slower or faster. Times are compared in seconds, whatever unit each file reports. DIR/verdict.json
 holds them; the table goes to stdout. Benchmarks that failed in any process are left out: the
 summary line counts them, a line each names them with the side and the error, and verdict.json
-lists them ("failed": benchmark, sides, error). Exit status: 0, 1 nothing to compare, 2 bad usage or input.
+lists them ("failed": benchmark, sides, error); so are those that ran in some processes only,
+without an error ("missing": benchmark, processes). Exit status: 0, 1 nothing to compare, 2 bad
+usage or input.
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -147,15 +150,20 @@ def main():
         fail(f"--resolution {args.resolution}: expected a fraction between 0 and 1 (0.01 is 1%)")
     docs_a, docs_b = [load(p) for p in args.a], [load(p) for p in args.b]
     names, failed = None, {}  # failed: name -> {"benchmark", "sides", "error"}
+    seen = collections.Counter()  # name -> processes that ran it
     for side, docs in (("A", docs_a), ("B", docs_b)):
         for d in docs:
             s, f = process_samples(d)
+            seen.update(s.keys())
             for name, error in f.items():
                 entry = failed.setdefault(name, {"benchmark": name, "sides": [], "error": error})
                 if side not in entry["sides"]:
                     entry["sides"].append(side)
             names = set(s) if names is None else names & set(s)
     names = sorted(n for n in names if n not in failed) if names else []
+    # Ran in some processes only, without an error (a filter or the shapes changed between them).
+    total = len(docs_a) + len(docs_b)
+    missing = [{"benchmark": n, "processes": seen[n]} for n in sorted(seen) if seen[n] < total and n not in failed]
     failed = [failed[n] for n in sorted(failed)]
     if failed:
         print(f"ab_verdict: left out, failed in a process: {' '.join(f['benchmark'] for f in failed)}", file=sys.stderr)
@@ -196,6 +204,9 @@ def main():
     if failed:  # a benchmark missing from the table would otherwise pass unnoticed
         summary += (f"; {len(failed)} benchmark{'s' if len(failed) != 1 else ''} failed on a side and "
                     f"{'are' if len(failed) != 1 else 'is'} left out")
+    if missing:
+        summary += (f"; {len(missing)} benchmark{'s' if len(missing) != 1 else ''} missing from some processes "
+                    f"{'are' if len(missing) != 1 else 'is'} left out")
     print(summary)
     if min(len(docs_a), len(docs_b)) < MIN_PROCESSES:
         print(f"(fewer than {MIN_PROCESSES} processes a side: no benchmark is called slower or faster; "
@@ -205,9 +216,12 @@ def main():
               f"identical sides, so each flag is a false positive: about 5% expected at 95% intervals)")
     for f in failed:
         print(f"left out: {f['benchmark']} failed on {' and '.join(f['sides'])}: {f['error'] or '(no message)'}")
+    for m in missing:
+        print(f"left out: {m['benchmark']} ran in {m['processes']} of {total} processes")
     with open(os.path.join(args.out, "verdict.json"), "w", encoding="utf-8") as f:
         json.dump({"what": args.what, "resolution": args.resolution, "aa": args.aa, "processes_a": len(docs_a),
-                   "processes_b": len(docs_b), "summary": summary, "benchmarks": rows, "failed": failed}, f,
+                   "processes_b": len(docs_b), "summary": summary, "benchmarks": rows, "failed": failed,
+                   "missing": missing}, f,
                   indent=2)
 
 

@@ -51,6 +51,24 @@ assert len(its) == 4 * 8 and all(b["repetitions"] == 8 for b in its), len(its)
 assert d["context"]["tunebench_ab_processes"] == "8"
 PY
 
+# A benchmark that one process did not run at all (no error) is named and counted, not dropped.
+aa_dir=$(ls -d "$work"/runs/ab-*/ | head -1)
+mkdir -p "$work/partial"
+/usr/bin/python3 - "$aa_dir" "$work/partial" <<'PY'
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "[ab]-*.json"))):
+    d = json.load(open(f))
+    if os.path.basename(f) == "b-2.json":
+        gone = d["benchmarks"][0]["run_name"]
+        d["benchmarks"] = [b for b in d["benchmarks"] if b.get("run_name") != gone]
+    json.dump(d, open(os.path.join(sys.argv[2], os.path.basename(f)), "w"))
+PY
+/usr/bin/python3 "$here/../scripts/ab_verdict.py" --a "$work"/partial/a-*.json --b "$work"/partial/b-*.json \
+  --out "$work/partial/out" >"$work/partial.txt" || fail "ab_verdict.py on a partial process: $(cat "$work/partial.txt")"
+grep -Eq '^verdict: 3 benchmarks, .*; 1 benchmark missing from some processes is left out$' "$work/partial.txt" \
+  && grep -q '^left out: .* ran in 15 of 16 processes$' "$work/partial.txt" \
+  || fail "a benchmark missing from one process was not reported: $(cat "$work/partial.txt")"
+
 # Benchmarks that fail (GPU ops with no GPU visible) are counted in the summary and named in
 # verdict.json, not dropped unseen; every process leaves its run directory beside the A/B folder.
 CUDA_VISIBLE_DEVICES='' TUNEBENCH_RUNS=$work/runs-failed "$ab" --rounds 1 FLAGGEMS_MXFP4_FOLDSCALE 0 1 "${common[@]}" \
