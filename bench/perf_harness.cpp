@@ -89,18 +89,20 @@ double bare_launch_us(const SpinOp& empty) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / kLaunches;
 }
 
+// One op, shape and config a harness measurement times; `name` labels its row.
+struct Case {
+  const Op* op;
+  Shape shape;
+  Config config;
+  std::string name;
+};
+
 int crosscheck(int runs, const DeviceInfo& device) {
   std::string why;
   const bool cupti = CuptiTimer::available(&why);
   if (!cupti) std::cout << "crosscheck: CUPTI unavailable (" << why << "): launching only\n";
   SpinOp spin("spin_50us", 50'000);
   Mxfp4GemmOp mxfp4(false);
-  struct Case {
-    const Op* op;
-    Shape shape;
-    Config config;
-    std::string kernel;
-  };
   std::vector<Case> cases = {{&spin, gemm_shape(1, 1, 1), spin.config_space(SpaceKind::kDefault)[0], "spin"}};
   for (const std::int64_t m : {8, 512}) {
     const Shape s = gemm_shape(m, 4096, 4096);
@@ -145,13 +147,13 @@ int crosscheck(int runs, const DeviceInfo& device) {
       }
       TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
     }
-    std::cout << "case " << k.kernel << " M=" << k.shape.m << " [" << k.config.str() << "]\n";
+    std::cout << "case " << k.name << " M=" << k.shape.m << " [" << k.config.str() << "]\n";
     if (cupti) {
       const auto median = [](std::vector<std::int64_t> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
       };
-      std::cout << "crosscheck " << k.kernel << "_M" << k.shape.m << " " << median(isolated) << " "
+      std::cout << "crosscheck " << k.name << "_M" << k.shape.m << " " << median(isolated) << " "
                 << median(back_to_back) << "\n";
     }
   }
@@ -167,12 +169,6 @@ int sweep_harness(int runs, const DeviceInfo& device) {
   }
   SpinOp spin("spin_5us", 5'000);
   Mxfp4GemmOp mxfp4(false);
-  struct Case {
-    const Op* op;
-    Shape shape;
-    Config config;
-    std::string name;
-  };
   std::vector<Case> cases = {{&spin, gemm_shape(1, 1, 1), spin.config_space(SpaceKind::kDefault)[0], "spin_5us"}};
   for (const std::int64_t m : {8, 512}) {
     const Shape s = gemm_shape(m, 4096, 4096);
