@@ -236,7 +236,10 @@ TEST_F(GpuTiming, SlowdownControlLengthensEveryTimedRunByItsFraction) {
     OpTiming plain(op, shape(1, 1, 1), 0, {mode, false}), slowed(op, shape(1, 1, 1), 0, {mode, false}, slow);
     const double base = median_us(plain, c), us = median_us(slowed, c);
     std::cout << "spin 20 us, " << to_string(mode) << ": " << base << " us, slowdown 0.5: " << us << " us\n";
-    EXPECT_NEAR(us / base, 1.5, 0.03) << to_string(mode);
+    // CUPTI's kernel time of a spin repeats to 0.1%; an event pair also spans the launch gap,
+    // which moves the 20 us spin's median by a few percent between two timings (29.4 and 30.5
+    // us seen on an H200), so event mode gets a wider band that still excludes 1.0.
+    EXPECT_NEAR(us / base, 1.5, mode == tunebench::TimingMode::kEvent ? 0.1 : 0.03) << to_string(mode);
   }
   auto context = kernel_context();
   context->fault.slowdown = 0.5;
