@@ -16,6 +16,9 @@ while [ $# -gt 0 ]; do
     --rounds|--resolution) opts+=("$1" "${2:-}"); shift; [ $# -gt 0 ] && shift ;;
     --rounds=*|--resolution=*) opts+=("$1"); shift ;;
     --aa) aa=1; shift ;;
+    --help|-h) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --benchmark_*|--tunebench_*) break ;;
+    -*) echo "ab_fold_test: unknown option $1 (expected --rounds K, --resolution R, --aa or --help, then bench arguments)" >&2; exit 2 ;;
     *) break ;;
   esac
 done

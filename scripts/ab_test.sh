@@ -20,7 +20,10 @@
 # Beside it, under TUNEBENCH_RUNS, stay the 4K+1 run directories bench made (the record run and
 # each replay). Benchmarks that failed in a process are left out of the verdict and named in it.
 # The CPU op uses every core (OpenMP): on a busy machine OMP_NUM_THREADS=1 steadies its A/B.
-# BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
+# Both values and the arguments are first tried by bench --benchmark_list_tests (a value bench
+# refuses is one line before the record run); the record run runs in the caller's environment as
+# it is. An A/B stopped before its verdict removes its folder and names the run directories it
+# leaves. BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
 # PYTHON (which must import scipy) as for scripts/compare_results.sh. A bench failure ends the A/B
 # with bench's exit status (2: bad usage or input, in bench's own line).
 set -euo pipefail
@@ -82,6 +85,18 @@ command -v "$python" >/dev/null 2>&1 || {
 args=("$@")
 for arg in "${args[@]}"; do
   case $arg in
+    --rounds|--rounds=*|--resolution|--resolution=*|--aa)
+      echo "ab_test: $arg after VAR: ab_test's own options go before VAR (scripts/ab_test.sh $arg ... VAR ...)" >&2
+      exit 2 ;;
+    --help|--help=*|--benchmark_list_tests|--benchmark_list_tests=*)
+      echo "ab_test: $arg: an A/B times benchmarks; for bench's usage or list run bench itself, for ab_test's: scripts/ab_test.sh --help" >&2
+      exit 2 ;;
+    --*) ;;
+    *)
+      # Google Benchmark's flags are one word each (--name=value); a bare word is a second VALUE
+      # given to --aa or a value split from its flag.
+      echo "ab_test: '$arg': expected bench arguments as --name=value$([ $aa = 1 ] && echo ' (--aa takes one VALUE)')" >&2
+      exit 2 ;;
     --benchmark_out|--benchmark_out=*|--benchmark_out_format*|--benchmark_format*|--tunebench_runs|--tunebench_runs=*)
       echo "ab_test: $arg: ab_test writes each run's JSON into its run directory itself; leave it out" >&2
       exit 2 ;;
@@ -95,25 +110,53 @@ printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--be
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_min_time' || args+=(--benchmark_min_time=0.01)
 runs=${TUNEBENCH_RUNS:-runs}
 made_runs=0
-[ -d "$runs" ] || { mkdir -p "$runs" && made_runs=1; }
+[ -d "$runs" ] || { mkdir -p "$runs" 2>/dev/null && made_runs=1; }
+if ! [ -d "$runs" ] || ! [ -w "$runs" ] || ! [ -x "$runs" ]; then
+  echo "ab_test: TUNEBENCH_RUNS=$runs: expected a folder this user can write the A/B and its runs into" >&2
+  exit 2
+fi
 stamp=$(date +%Y%m%d-%H%M%S)
 ab_dir=$runs/ab-$stamp
 n=1
 until mkdir "$ab_dir" 2>/dev/null; do  # mkdir is the claim: two A/Bs in one second get two folders
   n=$((n + 1))
-  [ $n -le 100 ] || { echo "ab_test: cannot create an A/B folder under $runs" >&2; exit 1; }
+  [ $n -le 100 ] || { echo "ab_test: TUNEBENCH_RUNS=$runs: cannot create an A/B folder ab-$stamp there" >&2; exit 2; }
   ab_dir=$runs/ab-$stamp-$n
 done
 log=$(mktemp)
 done_ok=0
+before=$(ls -A "$runs")
 cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
   rm -f "$log"
   if [ $done_ok = 0 ]; then
     rm -rf "$ab_dir"
+    # bench's run directories are bench's (a finished record run can still be replayed): they
+    # stay, and are named so that they are not mistaken for another A/B's.
+    local left
+    left=$(comm -13 <(printf '%s\n' "$before" | sort) <(ls -A "$runs" 2>/dev/null | sort) | grep -v "^ab-" || true)
+    if [ -n "$left" ]; then
+      local n_left what
+      n_left=$(echo "$left" | wc -l)
+      what="run directory $(echo "$left" | head -1)"
+      [ "$n_left" = 1 ] || what="$n_left run directories, $(echo "$left" | head -1) to $(echo "$left" | tail -1)"
+      echo "ab_test: stopped before the verdict; the $what stay in $runs" >&2
+    fi
     [ $made_runs = 0 ] || rmdir "$runs" 2>/dev/null || true
   fi
 }
 trap cleanup EXIT
+
+# Both values and the arguments are tried by a listing before any run, so that a value bench
+# refuses (or a filter that selects nothing) is one line, not a failure after the record run.
+for value in "$a" "$b"; do
+  rc=0
+  env "$var=$value" "$bench" "${args[@]}" --benchmark_list_tests >/dev/null 2>"$log" || rc=$?
+  if [ $rc != 0 ]; then
+    cat "$log" >&2
+    [ $rc = 2 ] || [ $rc = 1 ] || echo "ab_test: bench's listing with $var=$value failed (bench's exit status $rc)" >&2
+    exit $rc
+  fi
+done
 
 run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directory it made
   local label=$1 start=$SECONDS rc=0; shift

@@ -211,7 +211,9 @@ def main():
     if min(len(docs_a), len(docs_b)) < MIN_PROCESSES:
         print(f"(fewer than {MIN_PROCESSES} processes a side: no benchmark is called slower or faster; "
               f"run --rounds {MIN_PROCESSES // 2} or more)")
-    if args.aa:
+    if args.aa and min(len(docs_a), len(docs_b)) < MIN_PROCESSES:
+        print("A/A: no false-positive rate: with fewer processes than that nothing can be flagged")
+    elif args.aa:
         print(f"A/A: {flagged} of {len(rows)} benchmarks flagged ({100 * flagged / len(rows):.1f}%; "
               f"identical sides, so each flag is a false positive: about 5% expected at 95% intervals)")
     for f in failed:

@@ -98,15 +98,18 @@ assert len(v["benchmarks"]) == 4, len(v["benchmarks"])
 PY
 
 # A replay that fails: which process, in ab_test's words, with bench's exit status passed through.
-printf '#!/bin/sh\nif [ "${AB_X:-}" = 2 ]; then echo "bench: failed on purpose" >&2; exit 3; fi\nexec "%s" "$@"\n' \
+printf '#!/bin/sh\ncase "$*" in *--benchmark_list_tests*) ;; *) if [ "${AB_X:-}" = 2 ]; then echo "bench: failed on purpose" >&2; exit 3; fi ;; esac\nexec "%s" "$@"\n' \
   "$bench" >"$work/failing-bench"
 chmod +x "$work/failing-bench"
 set +e
 BENCH=$work/failing-bench "$ab" --rounds 1 AB_X 1 2 "${common[@]}" >/dev/null 2>"$work/replay.err"
 rc=$?
 set -e
-[ "$rc" = 3 ] && [ "$(tail -1 "$work/replay.err")" = "ab_test: round 1, B (AB_X=2) failed (bench's exit status 3)" ] \
+[ "$rc" = 3 ] && grep -qx "ab_test: round 1, B (AB_X=2) failed (bench's exit status 3)" "$work/replay.err" \
   || fail "a failing replay: exit $rc, $(cat "$work/replay.err")"
+# What it leaves is said: the record run and round 1's A stay (bench's), the A/B folder does not.
+grep -Eq "^ab_test: stopped before the verdict; the 2 run directories, .* stay in $work/runs\$" "$work/replay.err" \
+  || fail "a failing replay did not name the run directories it left: $(cat "$work/replay.err")"
 
 # Bad arguments or settings: one line, exit status 2, before any run (nothing left under
 # TUNEBENCH_RUNS): ab_test's own checks, and bench's bad settings in bench's own line. Each case
@@ -133,6 +136,19 @@ PYTHON=/bin/true|X 0 1|^ab_test: PYTHON=/bin/true does not import scipy
 BENCH=$work|X 0 1|^ab_test: no bench at $work 
 |X 0 1 ${common[*]} --benchmark_min_time=1s|^bench: --benchmark_min_time='1s': 
 |X 0 1 --tunebench_shapes=/nonexist --benchmark_filter=cpu_|^bench: /nonexist: 
+|X 0 1 --rounds 4|^ab_test: --rounds after VAR: 
+|--aa X 0 1 ${common[*]}|^ab_test: '1': expected bench arguments as --name=value
+|X 0 1 --help|^ab_test: --help: an A/B times benchmarks
+|TUNEBENCH_FAULT_INJECT none slowdown=x ${common[*]}|^bench: TUNEBENCH_FAULT_INJECT='slowdown=x': 
+TUNEBENCH_RUNS=/dev/null|X 0 1 ${common[*]}|^ab_test: TUNEBENCH_RUNS=/dev/null: expected a folder
 EOF
+# A filter that selects nothing is bench's exit status 1 (as a plain bench run), found by the
+# listing before the record run.
+set +e
+"$ab" X 0 1 --benchmark_filter=no_such_benchmark >/dev/null 2>"$work/bad.err"
+rc=$?
+set -e
+[ "$rc" = 1 ] && [ "$(wc -l <"$work/bad.err")" = 1 ] && grep -q "^bench: --benchmark_filter='no_such_benchmark' matches no benchmark" "$work/bad.err" \
+  || fail "a filter selecting nothing: exit $rc, $(cat "$work/bad.err")"
 [ "$(ls "$work/runs" | wc -l)" = "$before" ] || fail "a refused A/B left a folder under TUNEBENCH_RUNS"
 echo "A/B method: ok"

@@ -362,6 +362,11 @@ expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benc
 [ "$(grep -c . "$work/err")" -eq 1 ] || fail "a filter matching nothing printed more than one line: $(cat "$work/err")"
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "a filter matching nothing left a run directory"
 [ ! -s "$work/out" ] || [ "$(grep -c . "$work/out")" -le 3 ] || fail "a failed run printed results"
+# --help is Google Benchmark's usage, printed from inside Initialize, which then exits: no run folder.
+runs_before=$(ls "$work/runs" | wc -l)
+"$bench" --help >"$work/out" 2>&1 || fail "bench --help exited $?"
+grep -q -- "--benchmark_filter" "$work/out" || fail "bench --help printed no usage: $(head -3 "$work/out")"
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "bench --help left a run directory"
 # Google Benchmark 1.8's min time syntax gets tunebench's one line (1.7.1 would print two of its
 # own), exit 2, before a run directory is made.
 runs_before=$(ls "$work/runs" | wc -l)

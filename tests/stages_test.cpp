@@ -71,6 +71,11 @@ TEST(Invocation, AGivenOutputFileKeepsItsNameAndACsvIsNotCalledJson) {
     Argv a({"bench", "--benchmark_list_tests"});
     tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
     EXPECT_FALSE(inv.makes_run_dir());
+  }
+  {
+    Argv a({"bench", "--help"});  // Google Benchmark prints its usage and exits in Initialize
+    tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
+    EXPECT_FALSE(inv.makes_run_dir());
     EXPECT_EQ(inv.route_output(""), "");
     EXPECT_EQ(args_of(inv).size(), 2u);
   }

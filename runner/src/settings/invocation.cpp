@@ -46,6 +46,7 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   check_min_time();
   filter_given_ = has_flag("--benchmark_filter");
   listing_ = has_flag("--benchmark_list_tests");
+  help_ = has_flag("--help");  // Google Benchmark prints its usage and exits inside Initialize
   console_ = !has_flag("--benchmark_format") ||
              std::any_of(args_.begin(), args_.end(),
                          [](const char* a) { return std::string_view(a) == "--benchmark_format=console"; });

@@ -38,8 +38,8 @@ class Invocation {
   /// --benchmark_format and --benchmark_out_format: "console", "json" or "csv".
   const std::string& format() const { return format_; }
   const std::string& out_format() const { return out_format_; }
-  /// Whether this process makes a run directory (not a listing, not a sweep worker).
-  bool makes_run_dir() const { return !listing_ && settings_.shard < 0; }
+  /// Whether this process makes a run directory (not a listing, not --help, not a sweep worker).
+  bool makes_run_dir() const { return !listing_ && !help_ && settings_.shard < 0; }
 
   /// Points Google Benchmark's output at `run_dir`/results.json (results.txt, results.csv after
   /// --benchmark_out_format) unless --benchmark_out names a file, and --benchmark_out at
@@ -65,7 +65,7 @@ class Invocation {
   void check_min_time() const;
   Settings settings_;
   std::vector<std::string> original_args_, command_;
-  bool listing_ = false, filter_given_ = false, console_ = true, tabular_ = false;
+  bool listing_ = false, help_ = false, filter_given_ = false, console_ = true, tabular_ = false;
   std::string format_ = "console", out_format_ = "json";
   std::vector<std::unique_ptr<std::string>> storage_;  // rewritten arguments
   std::vector<char*> args_;
