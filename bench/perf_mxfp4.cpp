@@ -178,6 +178,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       timing.mode = *mode;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << "usage:" << std::string(usage).substr(8, std::string(usage).size() - 10) << "\n"
+                << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
+                << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
+                << "  --each    also print one line per timed config\n"
+                << "  --expanded  the expanded config space; --timing=kernel|cudagraph|event; --m token counts;\n"
+                << "  set-name-substring  only the shape sets whose name holds it (e.g. decode_ep)\n";
+      return 0;
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
     } else if (a == "--each") {

@@ -23,4 +23,7 @@ expect_usage_error "--config=WARPS_K=4: --config given twice" --config=DECODE=1 
 expect_usage_error "--m=0: expected a comma-separated list of positive token counts M" --m=0
 expect_usage_error "--timing=wall: expected kernel, cudagraph or event" --timing=wall
 expect_usage_error "unknown flag --each=1" --each=1
+# --help: the usage on stdout, exit 0, before any GPU is looked for.
+help=$("$perf" --help) || fail "perf_mxfp4 --help exited $?"
+case "$help" in "usage: perf_mxfp4 "*"--op"*) ;; *) fail "perf_mxfp4 --help printed: $help" ;; esac
 echo "perf_mxfp4 cli: ok"
