@@ -91,17 +91,17 @@ for arg in "${args[@]}"; do
     --help|--help=*|--benchmark_list_tests|--benchmark_list_tests=*)
       echo "ab_test: $arg: an A/B times benchmarks; for bench's usage or list run bench itself, for ab_test's: scripts/ab_test.sh --help" >&2
       exit 2 ;;
-    --*) ;;
-    *)
-      # Google Benchmark's flags are one word each (--name=value); a bare word is a second VALUE
-      # given to --aa or a value split from its flag.
-      echo "ab_test: '$arg': expected bench arguments as --name=value$([ $aa = 1 ] && echo ' (--aa takes one VALUE)')" >&2
-      exit 2 ;;
     --benchmark_out|--benchmark_out=*|--benchmark_out_format*|--benchmark_format*|--tunebench_runs|--tunebench_runs=*)
       echo "ab_test: $arg: ab_test writes each run's JSON into its run directory itself; leave it out" >&2
       exit 2 ;;
     --benchmark_report_aggregates_only*)
       echo "ab_test: $arg: the verdict needs each process's repetitions (their median); leave it out" >&2
+      exit 2 ;;
+    --*) ;;
+    *)
+      # Google Benchmark's flags are one word each (--name=value); a bare word is a second VALUE
+      # given to --aa or a value split from its flag.
+      echo "ab_test: '$arg': expected bench arguments as --name=value$([ $aa = 1 ] && echo ' (--aa takes one VALUE)')" >&2
       exit 2 ;;
   esac
 done
