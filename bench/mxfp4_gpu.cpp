@@ -329,6 +329,13 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"WARPS_K", {1, 2, 4, 8, 16}},
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      // Two blocks of 16 warps an SM on the register path (at most 64 registers a thread): the
+      // 256 blocks of N = 4096 in one wave with all of a warp's W (UNROLL 8 at K = 4096) in
+      // flight at once. Unbounded, these took more than 64 registers and ran in two waves (6.59
+      // and 7.20 us on EP w13 M=1, H200, 2026-12-01). Not yet timed bounded (ptxas: 64 registers,
+      // no spills without the vote; 124 bytes of spill stores with it).
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}},
+           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"MIN_BLOCKS", {2}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
            {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
@@ -419,6 +426,12 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_n = decode_block_n(config);
     if (block_n != 16 && ((block_n != 32 && block_n != 64) || stages != 0)) return false;
+    // A launch bound of the register path: so many blocks of WARPS_K warps must fit an SM's 2048
+    // threads (sm_90), else ptxas refuses the bound.
+    if (config.has("MIN_BLOCKS") && (stages != 0 || config.get("MIN_BLOCKS") < 1 || config.get("MIN_BLOCKS") > 32 ||
+                                     config.get("MIN_BLOCKS") * warps_k * 32 > 2048)) {
+      return false;
+    }
     // The warps' partial sums: static shared memory, at most 48 KiB.
     const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_n / 16) * (block_m / 8) * 4 * 4;
     return red_bytes <= 48 * 1024 &&

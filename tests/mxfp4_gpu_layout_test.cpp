@@ -266,6 +266,18 @@ TEST(Mxfp4GpuOps, DecodeBlockNTakesTwoOrFourTilesOnTheRegisterPath) {
   // bytes = 63,488 at BLOCK_N 64 with 32 warps; 31,744 at BLOCK_N 32.
   EXPECT_FALSE(dense.can_implement(decode(64, 32), s, dev));
   EXPECT_TRUE(dense.can_implement(decode(32, 32), s, dev));
+  // MIN_BLOCKS, the register path's launch bound: so many blocks must fit 2048 threads.
+  auto bounded = [&](std::int64_t min_blocks, std::int64_t warps_k, std::int64_t stages = 0) {
+    auto params = decode(16, warps_k, stages).params();
+    params.emplace_back("MIN_BLOCKS", min_blocks);
+    return tunebench::Config(params);
+  };
+  EXPECT_TRUE(dense.can_implement(bounded(2, 16), s, dev));
+  EXPECT_TRUE(moe.can_implement(bounded(4, 16), s, dev));
+  EXPECT_FALSE(dense.can_implement(bounded(5, 16), s, dev));  // 5 x 512 threads
+  EXPECT_FALSE(dense.can_implement(bounded(0, 16), s, dev));
+  EXPECT_FALSE(dense.can_implement(bounded(1LL << 40, 16), s, dev));  // no overflow into a yes
+  EXPECT_FALSE(dense.can_implement(bounded(2, 16, 2), s, dev));  // the ring has its own bound
   // Every expanded config can run some decode shape: none is dead weight.
   for (const auto& c : dense.config_space(tunebench::SpaceKind::kExpanded)) {
     if (!tunebench::bench::is_decode_config(c)) continue;

@@ -22,7 +22,8 @@
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
 // (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE, optional BLOCK_N) it holds mxfp4_decode
-// in place of mxfp4_gemm: both ops' kernel for few rows (below).
+// in place of mxfp4_gemm: both ops' kernel for few rows (below); optional MIN_BLOCKS is its
+// launch bound on the register path.
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -300,8 +301,13 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
 // SM: unbounded, the prefetched activation fragments took 87 and left one block of 16 warps a
 // SM, two waves for the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path takes 32
 // unbounded without the vote, more with it.)
+// MIN_BLOCKS (register path, optional) asks for that many blocks an SM at once, which caps the
+// registers at 65536 / (MIN_BLOCKS x 32 x WARPS_K): unbounded, UNROLL 8 at 16 warps took more
+// than 64, one block of 512 threads an SM, and 256 blocks (N = 4096) ran in two waves.
 #if STAGES > 0
 #define DECODE_MIN_BLOCKS (WARPS_K >= 32 ? 1 : 32 / WARPS_K)
+#elif defined(MIN_BLOCKS)
+#define DECODE_MIN_BLOCKS MIN_BLOCKS
 #else
 #define DECODE_MIN_BLOCKS 1
 #endif
