@@ -75,6 +75,8 @@ latest=$(ls -d "$work"/runs/* | tail -1)
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert m["status"] == "complete" and m["results"].endswith("/results.json"), m
+import socket  # "host" is the machine's name, as the JSON context's tunebench_host; "cpu" its CPU model
+assert m["host"] == socket.gethostname() and m["cpu"] and m["cpu"] != m["host"], m
 PY
 # The latency table: a row per benchmark and the trace-weighted total, on the console and as
 # Markdown in the run directory; with --benchmark_format=json stdout stays pure JSON.

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <ctime>
 #include <exception>
 #include <fstream>
@@ -14,6 +16,12 @@
 
 namespace tunebench {
 namespace {
+
+// The machine's name, as the JSON context's tunebench_host gives it.
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
+}
 
 namespace fs = std::filesystem;
 
@@ -80,7 +88,8 @@ void RunDir::write_manifest(const RunContext& context, const Invocation& inv, co
       {"env", env},
       {"device", context.gpu_available ? context.device.name : "none (" + context.gpu_reason + ")"},
       {"device_uuid", context.gpu_available ? context.device.uuid : ""},
-      {"host", context.host_name},
+      {"cpu", context.host_name},
+      {"host", host_name()},
       {"timing_mode", timing_name({context.timing_mode, context.cold_l2})},
       {"gpu_sm_clock_mhz_end", sm_clock_text(context)},
       {"cuda_toolkit", context.cuda_toolkit},
