@@ -95,14 +95,16 @@ int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 
 
 struct Tiles {
   std::int64_t block_m, block_n, block_k, warps, warps_k, stages, split_k;
+  std::int64_t warps_m;  // optional WARPS_M (1: every warp takes all of the block's rows)
   explicit Tiles(const Config& c)
       : block_m(c.get("BLOCK_M")), block_n(c.get("BLOCK_N")), block_k(c.get("BLOCK_K")),
         warps(c.get("WARPS")), warps_k(c.get("WARPS_K")), stages(c.get("STAGES")),
-        split_k(c.get("SPLIT_K")) {}
-  std::int64_t warps_n() const { return warps / warps_k; }
-  std::int64_t accumulators() const { return block_n / 16 / warps_n() * (block_m / 8) * 4; }
+        split_k(c.get("SPLIT_K")), warps_m(c.has("WARPS_M") ? c.get("WARPS_M") : 1) {}
+  std::int64_t warps_n() const { return warps / warps_k / warps_m; }
+  // A thread's fp32 accumulators: its warp's W tiles times its activation tiles, 4 each.
+  std::int64_t accumulators() const { return block_n / 16 / warps_n() * (block_m / 8 / warps_m) * 4; }
   // Mirrors the kernel's split-K-across-warps reduction buffer.
-  std::int64_t reduction_bytes() const { return (warps_k - 1) * warps_n() * 32 * accumulators() * 4; }
+  std::int64_t reduction_bytes() const { return (warps_k - 1) * warps_n() * warps_m * 32 * accumulators() * 4; }
   // Mirrors STAGE_BYTES in the kernel.
   std::int64_t smem_bytes() const {
     const std::int64_t a = block_m * (block_k + 8) * 2;
@@ -365,6 +367,16 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"WARPS_K", {1, 2}}, {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1, 2, 4}}});
     add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
          {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
+    // Two axes of the tile kernel for the grouped prefill, not yet timed (docs/perf-mxfp4.md, "The
+    // grouped op against its baseline"): WARPS_M 2, a 2 x 4 grid of warps each taking half of the
+    // block's rows and two W tiles (64 accumulators a thread, no spills by ptxas), and ACT_REUSE 1,
+    // each activation fragment read from shared memory once for all of the warp's W tiles.
+    add({{"BLOCK_M", {64, 128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+         {"WARPS_M", {2}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {0, 1}}});
+    add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
+         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
+    add({{"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
+         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
@@ -439,10 +451,14 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
            shape.m <= kDecodeMaxRows && shape.n % block_n == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   const Tiles t(config);
-  if (t.block_m % 8 || t.warps < 1 || t.warps_k < 1 || t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) ||
+  if (t.block_m % 8 || t.warps < 1 || t.warps > 32 || t.warps_k < 1 || t.warps_k > 32 || t.warps_m < 1 || t.warps_m > 32 ||
+      t.warps % (t.warps_k * t.warps_m) || (t.block_m / 8) % t.warps_m || t.block_n % (16 * t.warps_n()) ||
       t.block_k % (32 * t.warps_k) || t.stages < 2 || t.split_k < 1) {
     return false;
   }
+  // ACT_REUSE (optional): 0 or 1, the order of the warp's loop over its tiles (the kernel's
+  // result does not depend on it).
+  if (config.has("ACT_REUSE") && config.get("ACT_REUSE") != 0 && config.get("ACT_REUSE") != 1) return false;
   if (shape.n % t.block_n || shape.k % (t.block_k * t.split_k)) return false;
   if (t.accumulators() > 128) return false;
   if (t.warps * 32 > device.max_threads_per_block) return false;

@@ -134,6 +134,42 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
   EXPECT_DOUBLE_EQ(moe.bytes(s), active * 0.53125 * 4096 * 4096 + 2.0 * 8 * 4096 + 2.0 * 48 * 4096);
 }
 
+// The tile kernel's optional axes: WARPS_M splits the block's rows between warps (it must
+// divide the warps left after WARPS_K and the 8-row tiles), ACT_REUSE is 0 or 1; neither
+// changes a thread's accumulators beyond what the tile gives.
+TEST(Mxfp4GpuOps, TileWarpGridAndActivationReuseAreCheckedLikeTheOtherAxes) {
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const auto dev = tunebench::sm90_reference_device();
+  const tunebench::Shape prefill{"s", "w13", 4096, 4096, 4096, 256, 6, std::nullopt};
+  auto tile = [](std::int64_t block_m, std::int64_t warps_m, std::int64_t act_reuse = 0) {
+    return tunebench::Config{{"BLOCK_M", block_m}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 8},
+                             {"WARPS_K", 1}, {"WARPS_M", warps_m}, {"STAGES", 3}, {"SPLIT_K", 1},
+                             {"ACT_REUSE", act_reuse}};
+  };
+  EXPECT_TRUE(dense.can_implement(tile(128, 2), prefill, dev));
+  EXPECT_TRUE(moe.can_implement(tile(128, 2, 1), prefill, dev));
+  EXPECT_TRUE(moe.can_implement(tile(128, 8), prefill, dev));    // one W tile column of 8 warps
+  EXPECT_FALSE(dense.can_implement(tile(128, 3), prefill, dev));  // 3 does not divide 8 warps
+  EXPECT_FALSE(dense.can_implement(tile(8, 2), prefill, dev));    // one 8-row tile cannot be halved
+  EXPECT_FALSE(dense.can_implement(tile(128, 16), prefill, dev)); // more than the 8 warps
+  EXPECT_FALSE(dense.can_implement(tile(128, 0), prefill, dev));
+  EXPECT_FALSE(dense.can_implement(tile(128, 2, 2), prefill, dev));
+  // BLOCK_N 128 over 8 warps as 4 columns of 2: two 16-row W tiles a warp, BLOCK_N 16 x 4 too few.
+  tunebench::Config narrow{{"BLOCK_M", 128}, {"BLOCK_N", 32}, {"BLOCK_K", 128}, {"WARPS", 8},
+                           {"WARPS_K", 1}, {"WARPS_M", 2}, {"STAGES", 3}, {"SPLIT_K", 1}};
+  EXPECT_FALSE(dense.can_implement(narrow, prefill, dev));
+  // Every expanded config with the new axes runs the prefill shapes of both ops.
+  int axes = 0;
+  for (const auto& c : moe.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (!c.has("WARPS_M") && !c.has("ACT_REUSE")) continue;
+    ++axes;
+    EXPECT_TRUE(moe.can_implement(c, prefill, dev)) << c.str();
+    EXPECT_TRUE(dense.can_implement(c, prefill, dev)) << c.str();
+  }
+  EXPECT_GT(axes, 0);
+}
+
 TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
   using tunebench::bench::is_dequant_config;
   using tunebench::bench::Mxfp4GpuOp;

@@ -125,6 +125,20 @@ TEST(NvrtcCompile, ATornOrForeignCacheFileIsRecompiledNotLoaded) {
   fs::remove_all(dir);
 }
 
+// The expanded space's configs with the newer optional axes (WARPS_M, ACT_REUSE and the
+// decode kernel's MIN_BLOCKS), in all four variants: few enough for every CI run.
+TEST(NvrtcCompile, TheExpandedSpacesOptionalAxesCompileForSm90) {
+  const KernelCompiler compiler(fs::path{});
+  const tunebench::bench::Mxfp4GemmOp op(false);
+  std::vector<tunebench::Config> configs;
+  for (const auto& c : op.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (c.has("WARPS_M") || c.has("ACT_REUSE") || c.has("MIN_BLOCKS")) configs.push_back(c);
+  }
+  ASSERT_GE(configs.size(), 10u);
+  const auto failures = compile_all(compiler, configs);
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+}
+
 // Opt-in (CTest label "expanded"): every config of the expanded space that some shipped shape
 // can use on an sm_90 device, in all four variants (about 2400 compilations).
 TEST(NvrtcCompileExpanded, EveryExpandedConfigCompilesForSm90) {

@@ -13,11 +13,13 @@
 // W is the mma's A operand (16 rows of N per mma) and the activations its B operand (8 rows
 // per mma), so a decode batch of 1..8 tokens wastes no tensor-core work on padding rows of M.
 //
-// Config (all -D): BLOCK_M (rows per block, multiple of 8), BLOCK_N (multiple of 16 * WARPS /
-// WARPS_K), BLOCK_K (multiple of 32 * WARPS_K), WARPS, WARPS_K (warps sharing one W tile, each
+// Config (all -D): BLOCK_M (rows per block, multiple of 8 * WARPS_M), BLOCK_N (multiple of 16 *
+// WARPS / (WARPS_K * WARPS_M)), BLOCK_K (multiple of 32 * WARPS_K), WARPS, WARPS_K (warps sharing one W tile, each
 // taking every WARPS_K-th 32-column atom of a K tile; their sums meet in shared memory at the
 // end), STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges reduced through fp32 atomics
-// into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
+// into a workspace, then mxfp4_splitk_finish), FOLDSCALE; optional WARPS_M (default 1: warps
+// that share a W tile's columns, each taking 1/WARPS_M of the block's rows) and ACT_REUSE (0, or
+// 1: the warp's W tiles dequantized first, so each activation fragment is read once for all).
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
@@ -29,9 +31,15 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
 
-#define WARPS_N (WARPS / WARPS_K)
+#ifndef ACT_REUSE
+#define ACT_REUSE 0
+#endif
+#ifndef WARPS_M
+#define WARPS_M 1
+#endif
+#define WARPS_N (WARPS / WARPS_K / WARPS_M)
 #define NT (BLOCK_N / 16 / WARPS_N)  // 16-row W tiles per warp
-#define MT (BLOCK_M / 8)           // 8-row activation tiles per block
+#define MT (BLOCK_M / 8 / WARPS_M)   // 8-row activation tiles per warp
 #define KA (BLOCK_K / 32)          // 32-column atoms per K tile
 #define LDA (BLOCK_K + 8)          // padded smem row (bf16): ldmatrix rows hit distinct banks
 #define A_STAGE (BLOCK_M * LDA * 2)
@@ -448,7 +456,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                const int* __restrict__ out_rows) {
   extern __shared__ __align__(128) u8 smem[];
-  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / WARPS_K, warp_k = (tid >> 5) % WARPS_K;
+  // The warp's place: its W tiles along N (warp), its share of K (warp_k) and its activation
+  // tiles along M (warp_m).
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / (WARPS_K * WARPS_M), warp_k = (tid >> 5) % WARPS_K;
+  const int warp_m = (tid >> 5) / WARPS_K % WARPS_M;
   const BlockRows br = block_rows(tiles, rows);
   const int expert = br.expert, row0 = br.row0, row_count = br.count;
   const int n0 = blockIdx.x * BLOCK_N;
@@ -516,6 +527,34 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
       if (WARPS_K > 1 && ka % WARPS_K != warp_k) continue;
+#if ACT_REUSE
+      // The warp's NT W tiles dequantized first, so that each activation fragment is read from
+      // shared memory once and serves all of them (the loop below reads it NT times). Every
+      // accumulator sees the same mma in the same order: the result is bit for bit the same.
+      u32 wa[NT][2][4];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int tile16 = warp * NT + t;
+        const uint2 q = *reinterpret_cast<const uint2*>(wq_s + (tile16 * KA + ka) * 256 + lane * 8);
+        const AtomScales sc = atom_scales(ws_s[(tile16 * KA + ka) * 16 + g], ws_s[(tile16 * KA + ka) * 16 + g + 8]);
+        dequant_word(q.x, sc, wa[t][0]);
+        dequant_word(q.y, sc, wa[t][1]);
+      }
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        u32 b0, b1, b2, b3;
+        const u16* p = a_s + ((warp_m * MT + m) * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                     : "r"(smem_addr(p)));
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          mma_bf16(acc[t][m], wa[t][0], b0, b1);
+          mma_bf16(acc[t][m], wa[t][1], b2, b3);
+        }
+      }
+      continue;
+#endif
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const int tile16 = warp * NT + t;
@@ -529,7 +568,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           u32 b0, b1, b2, b3;
-          const u16* p = a_s + (m * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
+          const u16* p = a_s + ((warp_m * MT + m) * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
           asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                        : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
                        : "r"(smem_addr(p)));
@@ -547,7 +586,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   float* red = reinterpret_cast<float*>(smem);
   constexpr int PER_LANE = NT * MT * 4;
   if (warp_k > 0) {
-    float* dst = red + (((warp_k - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
+    float* dst = red + (((warp_k - 1) * WARPS_N * WARPS_M + warp * WARPS_M + warp_m) * 32 + lane) * PER_LANE;
 #pragma unroll
     for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -559,7 +598,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   if (warp_k > 0) return;
 #pragma unroll
   for (int w = 1; w < WARPS_K; ++w) {
-    const float* src = red + (((w - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
+    const float* src = red + (((w - 1) * WARPS_N * WARPS_M + warp * WARPS_M + warp_m) * 32 + lane) * PER_LANE;
 #pragma unroll
     for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -578,7 +617,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     for (int m = 0; m < MT; ++m) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int r = m * 8 + tq + (i & 1);
+        const int r = (warp_m * MT + m) * 8 + tq + (i & 1);
         if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[t][m][i]);
       }
     }
