@@ -67,6 +67,10 @@ if [ "$var" = REPLAY_FROM ]; then
   echo "ab_test: REPLAY_FROM is what ab_test sets for every replay; choose another variable" >&2
   exit 2
 fi
+if [ "$var" = TUNEBENCH_RUNS ]; then
+  echo "ab_test: TUNEBENCH_RUNS holds the A/B and all of its runs in one place; set it for the whole A/B, not as VAR" >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH:-$here/build/bench/bench}
 python=${PYTHON:-/usr/bin/python3}
@@ -109,8 +113,12 @@ done
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=3)
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_min_time' || args+=(--benchmark_min_time=0.01)
 runs=${TUNEBENCH_RUNS:-runs}
-made_runs=0
-[ -d "$runs" ] || { mkdir -p "$runs" 2>/dev/null && made_runs=1; }
+made_top=""  # the outermost folder this A/B made for TUNEBENCH_RUNS, removed again if it stops early
+if ! [ -d "$runs" ]; then
+  top=$runs
+  while ! [ -e "$(dirname "$top")" ]; do top=$(dirname "$top"); done
+  mkdir -p "$runs" 2>/dev/null && made_top=$top
+fi
 if ! [ -d "$runs" ] || ! [ -w "$runs" ] || ! [ -x "$runs" ]; then
   echo "ab_test: TUNEBENCH_RUNS=$runs: expected a folder this user can write the A/B and its runs into" >&2
   exit 2
@@ -137,11 +145,14 @@ cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
     if [ -n "$left" ]; then
       local n_left what
       n_left=$(echo "$left" | wc -l)
-      what="run directory $(echo "$left" | head -1)"
-      [ "$n_left" = 1 ] || what="$n_left run directories, $(echo "$left" | head -1) to $(echo "$left" | tail -1)"
-      echo "ab_test: stopped before the verdict; the $what stay in $runs" >&2
+      what="run directory $(echo "$left" | head -1) stays"
+      [ "$n_left" = 1 ] || what="$n_left run directories, $(echo "$left" | head -1) to $(echo "$left" | tail -1), stay"
+      echo "ab_test: stopped before the verdict; the $what in $runs" >&2
     fi
-    [ $made_runs = 0 ] || rmdir "$runs" 2>/dev/null || true
+    if [ -n "$made_top" ]; then  # the folders made for TUNEBENCH_RUNS, innermost first, while empty
+      local d=$runs
+      while rmdir "$d" 2>/dev/null && [ "$d" != "$made_top" ]; do d=$(dirname "$d"); done
+    fi
   fi
 }
 trap cleanup EXIT
@@ -153,7 +164,11 @@ for value in "$a" "$b"; do
   env "$var=$value" "$bench" "${args[@]}" --benchmark_list_tests >/dev/null 2>"$log" || rc=$?
   if [ $rc != 0 ]; then
     cat "$log" >&2
-    [ $rc = 2 ] || [ $rc = 1 ] || echo "ab_test: bench's listing with $var=$value failed (bench's exit status $rc)" >&2
+    # bench's own line says what was wrong (status 2, or 1 for a filter matching nothing); a
+    # status without a line, or any other, gets which step it was.
+    if ! [ -s "$log" ] || { [ $rc != 2 ] && [ $rc != 1 ]; }; then
+      echo "ab_test: bench's listing with $var=$value failed (bench's exit status $rc)" >&2
+    fi
     exit $rc
   fi
 done
@@ -169,6 +184,10 @@ run_dir() {  # run_dir LABEL [VAR=VALUE ...]: runs bench, prints the run directo
     exit $rc
   fi
   echo "ab_test: $label took $((SECONDS - start)) s" >&2  # a process's cost, for the rounds' budget
+  grep -q 'bench: run directory ' "$log" || {
+    echo "ab_test: $label: $bench named no run directory (expected tunebench's bench, which prints 'bench: run directory DIR')" >&2
+    exit 1
+  }
   grep -o 'bench: run directory .*' "$log" | tail -1 | cut -d' ' -f4-
 }
 

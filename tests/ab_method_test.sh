@@ -135,13 +135,23 @@ PYTHON=/bin/false|X 0 1|^ab_test: PYTHON=/bin/false does not import scipy
 PYTHON=/bin/true|X 0 1|^ab_test: PYTHON=/bin/true does not import scipy
 BENCH=$work|X 0 1|^ab_test: no bench at $work 
 |X 0 1 ${common[*]} --benchmark_min_time=1s|^bench: --benchmark_min_time='1s': 
-|X 0 1 --tunebench_shapes=/nonexist --benchmark_filter=cpu_|^bench: /nonexist: 
+|X 0 1 --tunebench_shapes=/nonexist --benchmark_filter=cpu_|^bench: --tunebench_shapes: /nonexist: 
 |X 0 1 --rounds 4|^ab_test: --rounds after VAR: 
 |--aa X 0 1 ${common[*]}|^ab_test: '1': expected bench arguments as --name=value
 |X 0 1 --help|^ab_test: --help: an A/B times benchmarks
 |TUNEBENCH_FAULT_INJECT none slowdown=x ${common[*]}|^bench: TUNEBENCH_FAULT_INJECT='slowdown=x': 
 TUNEBENCH_RUNS=/dev/null|X 0 1 ${common[*]}|^ab_test: TUNEBENCH_RUNS=/dev/null: expected a folder
+|TUNEBENCH_RUNS $work/r1 $work/r2|^ab_test: TUNEBENCH_RUNS holds the A/B
+TUNEBENCH_RUNS=$work/made/for/it|TUNEBENCH_FAULT_INJECT none slowdown=x ${common[*]}|^bench: TUNEBENCH_FAULT_INJECT='slowdown=x': 
 EOF
+[ ! -e "$work/made" ] || fail "a refused A/B left the folders it made for TUNEBENCH_RUNS"
+# A BENCH that is not tunebench's (it names no run directory) is said so, not a silent exit.
+set +e
+BENCH=/bin/true "$ab" --aa X 0 "${common[@]}" >/dev/null 2>"$work/bad.err"
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "^ab_test: the record run: /bin/true named no run directory" "$work/bad.err" \
+  || fail "BENCH=/bin/true: exit $rc, $(cat "$work/bad.err")"
 # A filter that selects nothing is bench's exit status 1 (as a plain bench run), found by the
 # listing before the record run.
 set +e

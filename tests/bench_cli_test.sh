@@ -300,7 +300,7 @@ expect_error() {
 }
 printf 'name: x\nmoe: {experts: 8, top_k: 2}\ngemms: [{name: a, n: 64, k: 100}]\nshapes: [{m: 1}]\n' >"$work/badk.yaml"
 expect_error 2 "badk.yaml: gemms[0].k (line 3): K=100 is not a multiple of 32" "$bench" --tunebench_shapes="$work/badk.yaml"
-expect_error 2 "no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
+expect_error 2 "--tunebench_shapes: $work/none: no such shape file or folder" "$bench" --tunebench_shapes="$work/none"
 # Input refused after the plan (a replay folder, the sweep's devices) is still one line: the
 # notice of a run without a GPU comes only after every check.
 for refused in "REPLAY_FROM=$work/no-such-run" "PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,6"; do

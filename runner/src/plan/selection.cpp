@@ -9,6 +9,7 @@ std::vector<Family> plan_families(const OpList& ops, const Settings& settings) {
     return make_families(ops, load_shape_path(settings.shapes));
   } catch (const ShapeError& e) {
     if (settings.shapes_from_env) throw ShapeError(std::string("TUNEBENCH_SHAPES: ") + e.what());
+    if (settings.shapes_from_flag) throw ShapeError(std::string("--tunebench_shapes: ") + e.what());
     throw;
   }
 }

@@ -12,7 +12,8 @@ namespace tunebench {
 
 /// Every family of `ops` on the shape sets of settings.shapes (load_shape_path, make_families:
 /// each op's shape rules are checked there). A ShapeError's message is prefixed
-/// "TUNEBENCH_SHAPES: " when the path came from that variable.
+/// "TUNEBENCH_SHAPES: " when the path came from that variable, "--tunebench_shapes: " when it came
+/// from the flag.
 std::vector<Family> plan_families(const OpList& ops, const Settings& settings);
 
 /// The filter a run without --benchmark_filter uses: `gpu_filter` on a machine with a GPU when

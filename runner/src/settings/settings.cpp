@@ -205,6 +205,7 @@ std::vector<SettingSpec> own_rows() {
                   [](Settings& s, const string& v, const string& what) {
                     s.shapes = non_empty(v, what, "a shape file or folder");
                     s.shapes_from_env = !is_flag(what);
+                    s.shapes_from_flag = is_flag(what);
                   }));
   t.push_back(row("paths", "--tunebench_runs", "DIR", "TUNEBENCH_RUNS", "where run directories are made", "`runs`", true, true,
                   [](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));

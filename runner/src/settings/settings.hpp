@@ -44,6 +44,7 @@ enum class IsolateSweep {
 struct Settings {
   std::filesystem::path shapes;     ///< shape file or folder (TUNEBENCH_SHAPES / --tunebench_shapes)
   bool shapes_from_env = false;     ///< shapes came from TUNEBENCH_SHAPES (its errors name it)
+  bool shapes_from_flag = false;    ///< shapes came from --tunebench_shapes (its errors name it)
   std::uint64_t seed = 0;           ///< input seed
   std::filesystem::path cache;      ///< config cache file; empty: cache::default_cache_path()
   SpaceKind space = SpaceKind::kDefault;  ///< USE_FLAGTUNE
