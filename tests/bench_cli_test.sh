@@ -68,7 +68,7 @@ grep -q $'\x1b\\[' "$work/colour.console" || fail "--benchmark_color=true wrote 
 # nothing tuned, even when the cache has forgotten them.
 record=$(ls -d "$work"/runs/* | head -1)
 for f in configs.json manifest.json; do [ -s "$record/$f" ] || fail "run directory $record lacks $f"; done
-"$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
+OMP_NUM_THREADS=2 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
 latest=$(ls -d "$work"/runs/* | tail -1)
 [ -s "$latest/results.json" ] || fail "the JSON did not go to the run directory $latest"
 /usr/bin/python3 - "$latest/manifest.json" <<'PY' || fail "manifest.json lacks status complete or the results path"
@@ -77,6 +77,8 @@ m = json.load(open(sys.argv[1]))
 assert m["status"] == "complete" and m["results"].endswith("/results.json"), m
 import socket  # "host" is the machine's name, as the JSON context's tunebench_host; "cpu" its CPU model
 assert m["host"] == socket.gethostname() and m["cpu"] and m["cpu"] != m["host"], m
+# the CPU op's thread count is part of what a run was
+assert m["env"].get("OMP_NUM_THREADS") == "2", m["env"]
 PY
 # The latency table: a row per benchmark and the trace-weighted total, on the console and as
 # Markdown in the run directory; with --benchmark_format=json stdout stays pure JSON.

@@ -333,6 +333,8 @@ std::map<std::string, std::string> manifest_environment() {
     if (!r.manifest || r.env.empty()) continue;
     if (const char* v = raw_env(r.env.c_str())) env[r.env] = v;
   }
+  // Not bench's to read, but it sets the CPU op's OpenMP threads, and so its times.
+  if (const char* v = raw_env("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = v;
   return env;
 }
 

@@ -98,7 +98,8 @@ std::vector<SettingSpec> settings_table();
 /// known ones) or a bad value.
 Settings parse_settings(int* argc, char** argv, const std::filesystem::path& default_shapes);
 
-/// The variables of manifest rows that are set, name -> value as given.
+/// The variables of manifest rows that are set, and OMP_NUM_THREADS (the CPU op's threads), name
+/// -> value as given.
 std::map<std::string, std::string> manifest_environment();
 
 /// The README's "Flags and environment" table rows, one Markdown line each, generated from
