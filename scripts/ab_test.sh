@@ -159,7 +159,9 @@ trap cleanup EXIT
 
 # Both values and the arguments are tried by a listing before any run, so that a value bench
 # refuses (or a filter that selects nothing) is one line, not a failure after the record run.
-for value in "$a" "$b"; do
+values=("$a")
+[ "$b" = "$a" ] || values+=("$b")
+for value in "${values[@]}"; do
   rc=0
   env "$var=$value" "$bench" "${args[@]}" --benchmark_list_tests >/dev/null 2>"$log" || rc=$?
   if [ $rc != 0 ]; then
