@@ -370,6 +370,7 @@ expect_error 1 "matches no benchmark" "$bench" --tunebench_shapes="$tiny" --benc
 runs_before=$(ls "$work/runs" | wc -l)
 "$bench" --help >"$work/out" 2>&1 || fail "bench --help exited $?"
 grep -q -- "--benchmark_filter" "$work/out" || fail "bench --help printed no usage: $(head -3 "$work/out")"
+grep -q -- "--tunebench_shapes=PATH" "$work/out" || fail "bench --help left out tunebench's own flags: $(head -3 "$work/out")"
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "bench --help left a run directory"
 # Google Benchmark 1.8's min time syntax gets tunebench's one line (1.7.1 would print two of its
 # own), exit 2, before a run directory is made.

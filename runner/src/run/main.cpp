@@ -164,6 +164,14 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const RunDir dir(inv.makes_run_dir() && leader, s.runs);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
+  // Google Benchmark's --help lists only its own flags, and exits inside Initialize: tunebench's
+  // come first (README.md, "Flags and environment", holds the same table).
+  if (inv.help()) {
+    std::cout << "tunebench flags and environment variables (the flag wins over the environment):\n"
+              << "| purpose | flag | environment | meaning | default |\n";
+    for (const auto& row : settings_markdown_rows()) std::cout << row << "\n";
+    std::cout << "\nGoogle Benchmark's flags:\n";
+  }
   benchmark::Initialize(inv.argc(), inv.argv());
   if (benchmark::ReportUnrecognizedArguments(*inv.argc(), inv.argv())) return 2;
 

@@ -31,6 +31,7 @@ class Invocation {
   /// argv as given, argv[0] included, for the manifest.
   const std::vector<std::string>& command() const { return command_; }
   bool listing() const { return listing_; }            ///< --benchmark_list_tests
+  bool help() const { return help_; }                  ///< --help (Google Benchmark prints its usage and exits)
   bool filter_given() const { return filter_given_; }  ///< --benchmark_filter
   /// Google Benchmark's console format on stdout (the latency table joins it).
   bool console() const { return console_; }
