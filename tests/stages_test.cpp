@@ -76,6 +76,14 @@ TEST(Invocation, AGivenOutputFileKeepsItsNameAndACsvIsNotCalledJson) {
     Argv a({"bench", "--help"});  // Google Benchmark prints its usage and exits in Initialize
     tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
     EXPECT_FALSE(inv.makes_run_dir());
+    EXPECT_TRUE(inv.help());
+  }
+  {
+    Argv a({"bench", "-h"});  // taken as --help
+    tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
+    EXPECT_TRUE(inv.help());
+    EXPECT_FALSE(inv.makes_run_dir());
+    EXPECT_EQ(args_of(inv)[1], "--help");
     EXPECT_EQ(inv.route_output(""), "");
     EXPECT_EQ(args_of(inv).size(), 2u);
   }

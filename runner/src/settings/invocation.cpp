@@ -30,6 +30,11 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
     : original_args_(argv + 1, argv + argc), command_(argv, argv + argc) {
   settings_ = parse_settings(&argc, argv, default_shapes);
   args_.assign(argv, argv + argc);
+  // -h is what most tools take for help; Google Benchmark knows only --help.
+  static char help_flag[] = "--help";
+  for (auto& arg : args_) {
+    if (std::string_view(arg) == "-h") arg = help_flag;
+  }
   for (const char* arg : args_) {
     const std::string_view a = arg;
     for (const std::string_view flag : {"--benchmark_format=", "--benchmark_out_format="}) {
