@@ -24,6 +24,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "mxfp4_gpu.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
+#include "tunebench/nvrtc.hpp"
 #include "timing/op_timing.hpp"
 #include "tunebench/shape.hpp"
 
@@ -155,6 +157,48 @@ double copy_bandwidth(cudaStream_t stream) {
   return median(bw);
 }
 
+// --resources: what ptxas gives each kernel of every selected config of the MXFP4 ops, compiled
+// for sm_90 through NVRTC as bench compiles it (plus -Xptxas=-v); no GPU needed. Returns the
+// exit status: 1 when a config did not compile.
+int print_resources(const Selection& sel, SpaceKind space, bool fold) {
+  const KernelCompiler compiler(std::filesystem::path{});  // -v's log comes only from a compile
+  const bench::Mxfp4GemmOp gemm(fold);
+  const bench::Mxfp4MoeOp moe(fold);
+  std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %7s %13s  %s\n", "op", "fold", "kernel", "regs",
+              "spill stores", "spill loads", "stack", "smem", "threads", "blocks/SM reg", "config");
+  int failed = 0;
+  for (const bench::Mxfp4GpuOp* op : {static_cast<const bench::Mxfp4GpuOp*>(&gemm), static_cast<const bench::Mxfp4GpuOp*>(&moe)}) {
+    if (!sel.wants(*op)) continue;
+    for (const auto& c : op->config_space(space)) {
+      if (!sel.wants(c)) continue;
+      auto build = bench::mxfp4_jit_build(c, op->name() == "mxfp4_moe", fold, "sm_90");
+      build.request.options.push_back("-Xptxas=-v");
+      const auto r = compiler.compile(build.request);
+      if (!r.ok) {
+        std::cerr << "perf_mxfp4: " << op->name() << " [" << c.str() << "] does not compile: "
+                  << r.log.substr(0, r.log.find('\n')) << "\n";
+        ++failed;
+        continue;
+      }
+      // The threads of a block, for the kernels whose block the config sets.
+      const int threads = bench::is_decode_config(c)                                    ? static_cast<int>(c.get("WARPS_K")) * 32
+                          : !bench::is_dequant_config(c) && c.has("WARPS")              ? static_cast<int>(c.get("WARPS")) * 32
+                                                                                        : 0;
+      for (const auto& k : parse_ptxas_info(r.log)) {
+        const bool main_kernel = k.kernel == "mxfp4_gemm" || k.kernel == "mxfp4_decode";
+        const std::string blocks = main_kernel && threads > 0 && k.registers > 0
+                                       ? std::to_string(blocks_per_sm_by_registers(k.registers, threads))
+                                       : "-";
+        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %7s %13s  %s\n", op->name().c_str(), fold ? 1 : 0,
+                    k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes, k.stack_frame_bytes,
+                    k.static_smem_bytes, main_kernel && threads > 0 ? std::to_string(threads).c_str() : "-",
+                    blocks.c_str(), c.str().c_str());
+      }
+    }
+  }
+  return failed > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,9 +208,10 @@ int main(int argc, char** argv) {
   SpaceKind space = SpaceKind::kDefault;
   TimingOptions timing;
   Selection sel;
+  bool resources = false;
   const char* usage =
       " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [--op=NAME,...]"
-      " [--config=NAME=V,...] [--each] [set-name-substring ...])\n";
+      " [--config=NAME=V,...] [--each] [--resources] [set-name-substring ...])\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
@@ -183,9 +228,13 @@ int main(int argc, char** argv) {
                 << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
                 << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
                 << "  --each    also print one line per timed config\n"
+                << "  --resources  no timing and no GPU: registers, spills and shared memory of each selected\n"
+                << "            config's kernels (NVRTC for sm_90 with ptxas -v), and the blocks an SM holds by registers\n"
                 << "  --expanded  the expanded config space; --timing=kernel|cudagraph|event; --m token counts;\n"
                 << "  set-name-substring  only the shape sets whose name holds it (e.g. decode_ep)\n";
       return 0;
+    } else if (a == "--resources") {
+      resources = true;
     } else if (a == "--expanded") {
       space = SpaceKind::kExpanded;
     } else if (a == "--each") {
@@ -232,6 +281,15 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (resources) {
+      for (const auto& name : sel.ops) {
+        if (name != "mxfp4_gemm" && name != "mxfp4_moe") {
+          std::cerr << "perf_mxfp4: --resources: --op=" << name << ": expected mxfp4_gemm or mxfp4_moe (the ops compiled here)\n";
+          return 2;
+        }
+      }
+      return print_resources(sel, space, bench::foldscale_from_env());
+    }
     const auto probe = probe_gpus();
     if (!probe.available()) {
       std::cerr << "perf_mxfp4: no CUDA device (" << probe.reason << ")\n";

@@ -109,6 +109,61 @@ TEST(NvrtcCompile, FailureIsReportedWithTheLogAndNotCached) {
   fs::remove_all(dir);
 }
 
+// ptxas -v through NVRTC: each entry function's registers, spills, stack and shared memory,
+// read from the log of a real compile and from a log with spills.
+TEST(NvrtcCompile, PtxasInfoGivesEachKernelsRegistersAndSpills) {
+  const KernelCompiler compiler(fs::path{});
+  const auto r = compiler.compile({"extern \"C\" __global__ void small(int* p) { *p = 1; }\n"
+                                   "extern \"C\" __global__ void shared(int* p) { __shared__ int s[64]; s[threadIdx.x] = *p;"
+                                   " __syncthreads(); p[threadIdx.x] = s[63 - threadIdx.x]; }",
+                                   "k.cu", {"-Xptxas=-v"}, "sm_90"});
+  ASSERT_TRUE(r.ok) << r.log;
+  const auto kernels = tunebench::parse_ptxas_info(r.log);
+  ASSERT_EQ(kernels.size(), 2u) << r.log;
+  std::set<std::string> names{kernels[0].kernel, kernels[1].kernel};
+  EXPECT_EQ(names, (std::set<std::string>{"small", "shared"}));
+  for (const auto& k : kernels) {
+    EXPECT_GT(k.registers, 0) << k.kernel;
+    EXPECT_EQ(k.spill_store_bytes, 0) << k.kernel;
+    EXPECT_EQ(k.static_smem_bytes, k.kernel == "shared" ? 256 : 0) << r.log;
+  }
+  EXPECT_TRUE(tunebench::parse_ptxas_info(compiler.compile({"extern \"C\" __global__ void k() {}", "k.cu", {}, "sm_90"}).log).empty());
+
+  const std::string spilled =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'mxfp4_gemm' for 'sm_90'\n"
+      "ptxas info    : Function properties for mxfp4_gemm\n"
+      "    160 bytes stack frame, 154 bytes spill stores, 152 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 160 bytes cumulative stack size\n"
+      "ptxas info    : Compiling entry function 'mxfp4_splitk_finish' for 'sm_90'\n"
+      "ptxas info    : Used 13 registers, used 0 barriers, 7680 bytes smem\n";
+  const auto k = tunebench::parse_ptxas_info(spilled);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].kernel, "mxfp4_gemm");
+  EXPECT_EQ(k[0].registers, 255);
+  EXPECT_EQ(k[0].spill_store_bytes, 154);
+  EXPECT_EQ(k[0].spill_load_bytes, 152);
+  EXPECT_EQ(k[0].stack_frame_bytes, 160);
+  EXPECT_EQ(k[0].static_smem_bytes, 0);
+  EXPECT_EQ(k[1].registers, 13);
+  EXPECT_EQ(k[1].static_smem_bytes, 7680);
+}
+
+// The register rule of the Occupancy Calculator for compute capability 9.0, checked against
+// what ncu reported on an H200 for the decode kernel (63 registers, 512 threads: 2 blocks).
+TEST(NvrtcCompile, BlocksAnSmHoldsByRegisters) {
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(63, 512), 2);
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(64, 512), 2);
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(65, 512), 1);  // 72 a thread once rounded up
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(88, 512), 1);
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(255, 256), 1);
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(255, 1024), 0);  // does not fit at all
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(16, 32), 32);    // the 32-block cap
+  EXPECT_EQ(tunebench::blocks_per_sm_by_registers(32, 1024), 2);   // the 64-warp cap
+  EXPECT_THROW(tunebench::blocks_per_sm_by_registers(0, 256), std::invalid_argument);
+  EXPECT_THROW(tunebench::blocks_per_sm_by_registers(64, 2048), std::invalid_argument);
+}
+
 TEST(NvrtcCompile, ATornOrForeignCacheFileIsRecompiledNotLoaded) {
   const auto dir = scratch("torn");
   const KernelCompiler compiler(dir);

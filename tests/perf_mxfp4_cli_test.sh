@@ -23,6 +23,15 @@ expect_usage_error "--config=WARPS_K=4: --config given twice" --config=DECODE=1 
 expect_usage_error "--m=0: expected a comma-separated list of positive token counts M" --m=0
 expect_usage_error "--timing=wall: expected kernel, cudagraph or event" --timing=wall
 expect_usage_error "unknown flag --each=1" --each=1
+expect_usage_error "--resources: --op=bf16_gemm: expected mxfp4_gemm or mxfp4_moe" --resources --op=bf16_gemm
+# --resources needs no GPU: ptxas's registers for the selected configs, from NVRTC.
+res=$("$perf" --resources --op=mxfp4_gemm --config=DECODE=1,BLOCK_M=8,WARPS_K=16,UNROLL=4,STAGES=0,SCALE_VOTE=1) \
+  || fail "perf_mxfp4 --resources exited $?"
+line=$(printf '%s\n' "$res" | grep '^mxfp4_gemm .* mxfp4_decode ' | head -1)
+[ -n "$line" ] || fail "perf_mxfp4 --resources printed no mxfp4_decode line: $res"
+regs=$(echo "$line" | awk '{print $4}')
+[ "$regs" -gt 0 ] && [ "$regs" -le 255 ] || fail "perf_mxfp4 --resources: registers '$regs' in: $line"
+[ "$(echo "$line" | awk '{print $9}')" = 512 ] || fail "perf_mxfp4 --resources: 16 warps are not 512 threads: $line"
 # --help: the usage on stdout, exit 0, before any GPU is looked for.
 help=$("$perf" --help) || fail "perf_mxfp4 --help exited $?"
 case "$help" in "usage: perf_mxfp4 "*"--op"*) ;; *) fail "perf_mxfp4 --help printed: $help" ;; esac

@@ -79,6 +79,30 @@ class KernelCompiler {
   std::filesystem::path cache_dir_;
 };
 
+/// One kernel's resources as ptxas reports them when "-Xptxas=-v" is among the options (NVRTC
+/// then puts ptxas's info lines in the log of a successful compile).
+struct KernelResources {
+  std::string kernel;                 ///< the entry function's name
+  int registers = 0;                  ///< 32-bit registers a thread
+  long long spill_store_bytes = 0;    ///< bytes of register spill stores (local memory), a thread
+  long long spill_load_bytes = 0;     ///< bytes of register spill loads, a thread
+  long long stack_frame_bytes = 0;    ///< bytes of stack frame, a thread
+  long long static_smem_bytes = 0;    ///< bytes of static shared memory, a block
+};
+
+/// The kernels of `log`, in the order ptxas compiled them: the "Compiling entry function",
+/// "N bytes stack frame, N bytes spill stores, N bytes spill loads" and "Used N registers, ...,
+/// N bytes smem" lines of ptxas -v (CUDA 12 and 13 print them so). Lines it does not know are
+/// skipped; a log without ptxas info gives none.
+std::vector<KernelResources> parse_ptxas_info(const std::string& log);
+
+/// How many blocks of `threads_per_block` threads an sm_90 SM holds by registers alone: each
+/// warp takes `registers` x 32 rounded up to the allocation unit of 256 registers, out of
+/// 65,536 (CUDA Occupancy Calculator, compute capability 9.0), also capped by 64 warps and 32
+/// blocks an SM. 0 when not even one block fits. Throws std::invalid_argument for registers
+/// outside 1..255 or threads outside 1..1024.
+int blocks_per_sm_by_registers(int registers, int threads_per_block);
+
 /// 64-bit FNV-1a hash of `text` as 16 hex digits: the hash the kernel cache keys sources by,
 /// for ops whose kernel_version() is their source.
 std::string content_hash(const std::string& text);

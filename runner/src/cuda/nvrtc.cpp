@@ -1,5 +1,8 @@
 #include "tunebench/nvrtc.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <nvrtc.h>
 
 #include <cstdint>
@@ -136,6 +139,65 @@ fs::path kernel_cache_dir_or_none() noexcept {
 }
 
 std::string content_hash(const std::string& text) { return hex(fnv1a(text)); }
+
+namespace {
+
+// The number right before `unit` in `line` ("148 bytes spill stores" -> 148), or -1.
+long long number_before(const std::string& line, const std::string& unit) {
+  const auto at = line.find(unit);
+  if (at == std::string::npos || at < 2) return -1;
+  std::size_t end = at;
+  while (end > 0 && line[end - 1] == ' ') --end;
+  std::size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+  if (begin == end || end - begin > 18) return -1;
+  return std::stoll(line.substr(begin, end - begin));
+}
+
+}  // namespace
+
+std::vector<KernelResources> parse_ptxas_info(const std::string& log) {
+  std::vector<KernelResources> out;
+  std::size_t pos = 0;
+  while (pos < log.size()) {
+    const auto nl = log.find('\n', pos);
+    const std::string line = log.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? log.size() : nl + 1;
+    const std::string entry = "Compiling entry function '";
+    if (const auto at = line.find(entry); at != std::string::npos) {
+      const auto name_end = line.find('\'', at + entry.size());
+      if (name_end == std::string::npos) continue;
+      out.push_back({line.substr(at + entry.size(), name_end - at - entry.size())});
+      continue;
+    }
+    if (out.empty()) continue;  // info before the first entry function (gmem and the like)
+    KernelResources& k = out.back();
+    if (line.find("bytes spill stores") != std::string::npos) {
+      k.stack_frame_bytes = std::max(0LL, number_before(line, "bytes stack frame"));
+      k.spill_store_bytes = std::max(0LL, number_before(line, "bytes spill stores"));
+      k.spill_load_bytes = std::max(0LL, number_before(line, "bytes spill loads"));
+    } else if (const long long regs = number_before(line, "registers"); regs >= 0 && line.find("Used ") != std::string::npos) {
+      k.registers = static_cast<int>(regs);
+      k.static_smem_bytes = std::max(0LL, number_before(line, "bytes smem"));
+    }
+  }
+  return out;
+}
+
+int blocks_per_sm_by_registers(int registers, int threads_per_block) {
+  if (registers < 1 || registers > 255) {
+    throw std::invalid_argument("blocks_per_sm_by_registers: " + std::to_string(registers) +
+                                " registers: expected 1 to 255 a thread");
+  }
+  if (threads_per_block < 1 || threads_per_block > 1024) {
+    throw std::invalid_argument("blocks_per_sm_by_registers: " + std::to_string(threads_per_block) +
+                                " threads: expected 1 to 1024 a block");
+  }
+  const int warps = (threads_per_block + 31) / 32;
+  const int per_warp = (registers * 32 + 255) / 256 * 256;
+  const int warps_by_registers = std::min(65536 / per_warp, 64);
+  return std::min(warps_by_registers / warps, 32);
+}
 
 KernelLibrary::KernelLibrary(const std::string& cubin) {
   cudaLibrary_t lib = nullptr;
