@@ -12,12 +12,15 @@
 // over 200 us). --timing=cudagraph|event selects the other modes.
 //
 // usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE]
-//                   [--op=NAME,...] [--config=ITEMS] [--each] [set-name-substring ...]
+//                   [--op=NAME,...] [--config=ITEMS] [--each] [--resources] [set-name-substring ...]
 //   --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read); the others
 //             print "-"
 //   --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4);
 //             an op none of whose configs qualify prints "-"
 //   --each    also print one "config" line per timed config: op, set, gemm, M, us, GB/s, config
+//   --resources  time nothing (no GPU needed): each selected config's kernels as ptxas -v gives
+//             them through NVRTC for sm_90 (registers, spills, stack, static shared memory),
+//             with the block's threads and the blocks an SM holds by registers
 
 #include <algorithm>
 #include <chrono>
