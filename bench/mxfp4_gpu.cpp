@@ -274,6 +274,12 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
   return build;
 }
 
+int mxfp4_block_threads(const Config& config) {
+  if (is_decode_config(config)) return static_cast<int>(config.get("WARPS_K")) * 32;
+  if (is_dequant_config(config)) return kMxfp4GridStrideThreads;
+  return static_cast<int>(config.get("WARPS")) * 32;
+}
+
 CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
                                    bool foldscale, const std::string& arch) {
   return compiler.compile(mxfp4_request(config, moe, foldscale, arch));
@@ -490,9 +496,10 @@ void Mxfp4GpuOp::dequantize(const void* wq, const void* ws, void* wb, std::int64
   int n = static_cast<int>(rows), kk = static_cast<int>(k);
   void* args[] = {&wq, &ws, &wb, &n, &kk};
   const long long chunks = static_cast<long long>(rows) * (k / 8);
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + 255) / 256, 132 * 32));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks), dim3(256), args, 0,
-                                        stream));
+  const int threads = kMxfp4GridStrideThreads;
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + threads - 1) / threads, 132 * 32));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks),
+                                        dim3(static_cast<unsigned>(threads)), args, 0, stream));
 }
 
 void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y,
@@ -503,7 +510,7 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   const bool decode = is_decode_config(config);
   const std::int64_t split_k = config.get("SPLIT_K");
   const auto block_n = decode ? decode_block_n(config) : config.get("BLOCK_N");
-  const auto threads = decode ? config.get("WARPS_K") * 32 : config.get("WARPS") * 32;
+  const int threads = mxfp4_block_threads(config);
   const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), grid,
                                         dim3(static_cast<unsigned>(threads)), args,
@@ -511,9 +518,10 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   if (split_k > 1) {
     long long count = static_cast<long long>(rows) * n;
     void* fargs[] = {&yacc, &y, &count};
-    const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + 255) / 256, 132 * 16));
+    constexpr int finish_threads = kMxfp4GridStrideThreads;
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + finish_threads - 1) / finish_threads, 132 * 16));
     TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(1)), dim3(blocks),
-                                          dim3(256), fargs, 0, stream));
+                                          dim3(finish_threads), fargs, 0, stream));
   }
 }
 

@@ -62,6 +62,15 @@ bool is_decode_config(const Config& config);
 /// existed keep their names).
 std::int64_t decode_block_n(const Config& config);
 
+/// Threads of a block of the grid-stride kernels mxfp4_splitk_finish and mxfp4_dequant_bf16.
+constexpr int kMxfp4GridStrideThreads = 256;
+
+/// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
+/// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
+/// (mxfp4_dequant_bf16), WARPS x 32 for a tile config (mxfp4_gemm). Throws ConfigError if
+/// `config` lacks the parameter.
+int mxfp4_block_threads(const Config& config);
+
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
 /// for `arch` (e.g. "sm_90"), and the kernels they load from it: for a tile config (BLOCK_M,
 /// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,

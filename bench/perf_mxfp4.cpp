@@ -183,19 +183,13 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
         ++failed;
         continue;
       }
-      // The threads of a block, for the kernels whose block the config sets.
-      const int threads = bench::is_decode_config(c)                                    ? static_cast<int>(c.get("WARPS_K")) * 32
-                          : !bench::is_dequant_config(c) && c.has("WARPS")              ? static_cast<int>(c.get("WARPS")) * 32
-                                                                                        : 0;
       for (const auto& k : parse_ptxas_info(r.log)) {
-        const bool main_kernel = k.kernel == "mxfp4_gemm" || k.kernel == "mxfp4_decode";
-        const std::string blocks = main_kernel && threads > 0 && k.registers > 0
-                                       ? std::to_string(blocks_per_sm_by_registers(k.registers, threads))
-                                       : "-";
-        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %7s %13s  %s\n", op->name().c_str(), fold ? 1 : 0,
+        const int threads =
+            k.kernel == "mxfp4_splitk_finish" ? bench::kMxfp4GridStrideThreads : bench::mxfp4_block_threads(c);
+        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %7d %13d  %s\n", op->name().c_str(), fold ? 1 : 0,
                     k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes, k.stack_frame_bytes,
-                    k.static_smem_bytes, main_kernel && threads > 0 ? std::to_string(threads).c_str() : "-",
-                    blocks.c_str(), c.str().c_str());
+                    k.static_smem_bytes, threads, k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0,
+                    c.str().c_str());
       }
     }
   }
@@ -212,9 +206,10 @@ int main(int argc, char** argv) {
   TimingOptions timing;
   Selection sel;
   bool resources = false;
-  const char* usage =
-      " (usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [--op=NAME,...]"
-      " [--config=NAME=V,...] [--each] [--resources] [set-name-substring ...])\n";
+  const std::string usage_line =
+      "usage: perf_mxfp4 [--tunebench_shapes=PATH] [--expanded] [--m=1,8,...] [--timing=MODE] [--op=NAME,...]"
+      " [--config=NAME=V,...] [--each] [--resources] [set-name-substring ...]";
+  const std::string usage = " (" + usage_line + ")\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--tunebench_shapes=", 0) == 0) {
@@ -227,7 +222,7 @@ int main(int argc, char** argv) {
       }
       timing.mode = *mode;
     } else if (a == "--help" || a == "-h") {
-      std::cout << "usage:" << std::string(usage).substr(8, std::string(usage).size() - 10) << "\n"
+      std::cout << usage_line << "\n"
                 << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
                 << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
                 << "  --each    also print one line per timed config\n"

@@ -450,6 +450,25 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
 }
 
 #elif !DEQUANT_ONLY
+// The A fragments of one lane for one 16-row W tile and 32-column atom of the stage (atom index
+// tile16 * KA + ka): both k16 steps, dequantized with the atom's scales of rows g and g + 8.
+__device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, int atom, int lane, u32 (&a)[2][4]) {
+  const int g = lane >> 2;
+  const uint2 q = *reinterpret_cast<const uint2*>(wq_s + atom * 256 + lane * 8);
+  const AtomScales sc = atom_scales(ws_s[atom * 16 + g], ws_s[atom * 16 + g + 8]);
+  dequant_word(q.x, sc, a[0]);
+  dequant_word(q.y, sc, a[1]);
+}
+
+// The B fragments of one lane for 8-row activation tile `row_tile` and atom `ka` of the stage:
+// one ldmatrix.x4, the four 8-column quarters of the atom.
+__device__ __forceinline__ void act_fragment(const u16* a_s, int row_tile, int ka, int lane, u32 (&b)[4]) {
+  const u16* p = a_s + (row_tile * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(smem_addr(p)));
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     mxfp4_gemm(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
@@ -533,49 +552,31 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
       // accumulator sees the same mma in the same order: the result is bit for bit the same.
       u32 wa[NT][2][4];
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int tile16 = warp * NT + t;
-        const uint2 q = *reinterpret_cast<const uint2*>(wq_s + (tile16 * KA + ka) * 256 + lane * 8);
-        const AtomScales sc = atom_scales(ws_s[(tile16 * KA + ka) * 16 + g], ws_s[(tile16 * KA + ka) * 16 + g + 8]);
-        dequant_word(q.x, sc, wa[t][0]);
-        dequant_word(q.y, sc, wa[t][1]);
-      }
+      for (int t = 0; t < NT; ++t) tile_w_fragment(wq_s, ws_s, (warp * NT + t) * KA + ka, lane, wa[t]);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        u32 b0, b1, b2, b3;
-        const u16* p = a_s + ((warp_m * MT + m) * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(smem_addr(p)));
+        u32 b[4];
+        act_fragment(a_s, warp_m * MT + m, ka, lane, b);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          mma_bf16(acc[t][m], wa[t][0], b0, b1);
-          mma_bf16(acc[t][m], wa[t][1], b2, b3);
+          mma_bf16(acc[t][m], wa[t][0], b[0], b[1]);
+          mma_bf16(acc[t][m], wa[t][1], b[2], b[3]);
         }
       }
-      continue;
-#endif
+#else
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        const int tile16 = warp * NT + t;
-        const uint2 q = *reinterpret_cast<const uint2*>(wq_s + (tile16 * KA + ka) * 256 + lane * 8);
-        const u32 s_lo_code = ws_s[(tile16 * KA + ka) * 16 + g];
-        const u32 s_hi_code = ws_s[(tile16 * KA + ka) * 16 + g + 8];
-        const AtomScales sc = atom_scales(s_lo_code, s_hi_code);
-        u32 a0[4], a1[4];
-        dequant_word(q.x, sc, a0);
-        dequant_word(q.y, sc, a1);
+        u32 a[2][4];
+        tile_w_fragment(wq_s, ws_s, (warp * NT + t) * KA + ka, lane, a);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
-          u32 b0, b1, b2, b3;
-          const u16* p = a_s + ((warp_m * MT + m) * 8 + (lane & 7)) * LDA + ka * 32 + (lane >> 3) * 8;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                       : "r"(smem_addr(p)));
-          mma_bf16(acc[t][m], a0, b0, b1);
-          mma_bf16(acc[t][m], a1, b2, b3);
+          u32 b[4];
+          act_fragment(a_s, warp_m * MT + m, ka, lane, b);
+          mma_bf16(acc[t][m], a[0], b[0], b[1]);
+          mma_bf16(acc[t][m], a[1], b[2], b[3]);
         }
       }
+#endif
     }
   }
   cp_async_wait<0>();
