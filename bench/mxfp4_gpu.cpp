@@ -220,6 +220,14 @@ bool is_dequant_config(const Config& config) { return config.has("DEQUANT_BF16")
 
 bool is_decode_config(const Config& config) { return config.has("DECODE"); }
 
+bool is_wgmma_config(const Config& config) { return config.has("WGMMA"); }
+
+std::int64_t wgmma_smem_bytes(const Config& config) {
+  const std::int64_t block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N");
+  const std::int64_t stage = config.get("BLOCK_M") * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
+  return config.get("STAGES") * stage;
+}
+
 std::int64_t decode_block_n(const Config& config) { return config.has("BLOCK_N") ? config.get("BLOCK_N") : 16; }
 
 // Dynamic shared memory of a decode config: each warp's ring of STAGES slots of UNROLL atoms
@@ -250,6 +258,8 @@ CompileRequest mxfp4_request(const Config& config, bool moe, bool foldscale, con
     req.options = {"-std=c++17", "-DDEQUANT_ONLY=1", "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
     return req;
   }
+  // wgmma exists only in sm_90a, the architecture-specific variant of sm_90.
+  if (is_wgmma_config(config) && arch == "sm_90") req.arch = "sm_90a";
   req.options = {"-std=c++17", "-DMOE=" + std::to_string(moe ? 1 : 0),
                  "-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0)};
   for (const auto& [name, value] : config.params()) {
@@ -266,6 +276,9 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
     build.kernels = {JitKernel{"mxfp4_dequant_bf16"}};
   } else if (is_decode_config(config)) {
     build.kernels = {JitKernel{"mxfp4_decode", static_cast<int>(decode_smem_bytes(config))},
+                     JitKernel{"mxfp4_splitk_finish"}};
+  } else if (is_wgmma_config(config)) {
+    build.kernels = {JitKernel{"mxfp4_wgmma", static_cast<int>(wgmma_smem_bytes(config))},
                      JitKernel{"mxfp4_splitk_finish"}};
   } else {
     build.kernels = {JitKernel{"mxfp4_gemm", static_cast<int>(Tiles(config).smem_bytes())},
@@ -383,6 +396,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
     add({{"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
          {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
+    // Many rows on wgmma (sm_90a): W dequantized once per block into registers, the
+    // activations read by the tensor cores from shared memory. Not yet timed.
+    add({{"WGMMA", {1}}, {"BLOCK_M", {64, 128, 256}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}},
+         {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {4}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
@@ -455,6 +474,24 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     return red_bytes <= 48 * 1024 &&
            decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % block_n == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
+  }
+  if (is_wgmma_config(config)) {
+    for (const char* name : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "WARPS", "STAGES", "SPLIT_K"}) {
+      if (!config.has(name)) return false;
+    }
+    const std::int64_t block_m = config.get("BLOCK_M"), block_n = config.get("BLOCK_N"), block_k = config.get("BLOCK_K"),
+                       warps = config.get("WARPS"), stages = config.get("STAGES"), split_k = config.get("SPLIT_K");
+    // wgmma is sm_90a's alone: other architectures neither compile nor run it.
+    if (config.get("WGMMA") != 1 || device.cc_major != 9 || device.cc_minor != 0) return false;
+    if (block_m < 64 || block_m > 256 || block_m % 64 || (warps != 4 && warps != 8) || block_n < 64 ||
+        block_n > 1024 || block_n % (64 * warps / 4) || block_k < 32 || block_k > 512 || block_k % 32 || stages < 2 ||
+        stages > 8 || split_k < 1 || split_k > 64) {
+      return false;
+    }
+    // A thread's accumulators: 32 per 64-row W tile of its warpgroup and 64-row piece of the block.
+    if (block_n / 64 / (warps / 4) * (block_m / 64) * 32 > 128) return false;
+    return shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
+           wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }
   const Tiles t(config);
   if (t.block_m % 8 || t.warps < 1 || t.warps > 32 || t.warps_k < 1 || t.warps_k > 32 || t.warps_m < 1 || t.warps_m > 32 ||

@@ -57,6 +57,15 @@ bool is_dequant_config(const Config& config);
 /// per-warp cp.async ring, for M <= Mxfp4GpuOp::kDecodeMaxRows.
 bool is_decode_config(const Config& config);
 
+/// Whether `config` belongs to the wgmma family (it has the parameter WGMMA): the mxfp4_wgmma
+/// kernel for many rows on sm_90a (bench/kernels/mxfp4_gemm.cuh), both ops.
+bool is_wgmma_config(const Config& config);
+
+/// Dynamic shared memory of a wgmma config, in bytes: STAGES x (BLOCK_M x BLOCK_K x 2 of
+/// activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes and scales). Throws
+/// ConfigError if `config` lacks one of those parameters.
+std::int64_t wgmma_smem_bytes(const Config& config);
+
 /// W rows per block of a decode config: its BLOCK_N (16, 32 or 64: 1, 2 or 4 tiles of 16 rows
 /// sharing each activation load), 16 when it has none (the configs measured before BLOCK_N
 /// existed keep their names).

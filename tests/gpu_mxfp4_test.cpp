@@ -113,6 +113,34 @@ TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
   }
 }
 
+// The wgmma family on every decode and prefill shape of both ops, FOLDSCALE off and on, and
+// at a dense M that leaves the last 64-row piece of the last block partly filled: at M = 512 the
+// grouped op's tiles hold about 12 pairs (EP) or 48 (TP4), so most pieces are skipped or partial.
+TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
+  using tunebench::bench::is_wgmma_config;
+  for (bool fold : {false, true}) {
+    const tunebench::bench::Mxfp4GemmOp dense(fold, kScaleLo, kScaleHi);
+    const tunebench::bench::Mxfp4MoeOp moe(fold, kScaleLo, kScaleHi);
+    for (const tunebench::bench::Mxfp4GpuOp* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
+                                                   static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
+      std::vector<Config> configs;
+      for (const auto& c : op->config_space(tunebench::SpaceKind::kExpanded)) {
+        if (is_wgmma_config(c)) configs.push_back(c);
+      }
+      ASSERT_FALSE(configs.empty());
+      op->precompile(configs, device_, 16);
+      for (const auto& s : tunebench::testing::decode_and_prefill_shapes()) {
+        if (fold && s.set.find("prefill_ep") == std::string::npos) continue;
+        check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_config);
+      }
+    }
+    if (fold) continue;
+    Shape odd = tunebench::testing::decode_and_prefill_shapes().back();
+    odd.m = 300;
+    check_all(dense, odd, tunebench::SpaceKind::kExpanded, is_wgmma_config);
+  }
+}
+
 // The tile kernel's optional axes of the expanded space (WARPS_M, ACT_REUSE) on every prefill
 // shape of both ops; ACT_REUSE=1 only reorders the warp's loops, so its output is ACT_REUSE=0's
 // bit for bit.

@@ -460,6 +460,183 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
   dequant_word(q.y, sc, a[1]);
 }
 
+#endif
+
+#if WGMMA
+// Many rows on Hopper's warpgroup MMA (wgmma, sm_90a), both ops. Block = WARPS / 4 warpgroups;
+// warpgroup wg owns WG_MW tiles of 64 W rows (BLOCK_N = 64 x WG_MW x WARPS / 4). Warp q of the
+// group takes rows 16q..16q+15 of each tile: wgmma's register A fragment of m64nNk16 is, warp by
+// warp, the mma.m16n8k16 A fragment (PTX ISA, "Register Fragments and Shared Memory Matrix
+// Layouts" for wgmma), so pack_for_gpu's layout serves as is, and each W fragment is dequantized
+// once per block from shared memory into registers. The activations (the B operand, BLOCK_M
+// rows) reach the tensor cores straight from shared memory, in 64-row pieces (m64n64k16):
+// pieces wholly past the block's row count are skipped, so a grouped tile of few pairs costs
+// less. B's shared-memory layout is the canonical K-major one without swizzle: 8 x 8 core
+// matrices of 128 contiguous bytes (row r of an 8-row group at 16 r), 8-row groups 128 bytes
+// apart (the descriptor's stride offset) and the two 8-column halves of a k16 step BLOCK_M x 16
+// bytes apart (its leading offset). Config: WGMMA=1, BLOCK_M (64, 128, 192 or 256), BLOCK_N,
+// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE.
+#define WG_COUNT (WARPS / 4)
+#define WG_MW (BLOCK_N / 64 / WG_COUNT)  // 64-row W tiles per warpgroup
+#define WG_NP (BLOCK_M / 64)              // 64-row activation pieces
+#define WG_A_STAGE (BLOCK_M * BLOCK_K * 2)
+#define WG_STAGE_BYTES (WG_A_STAGE + WQ_STAGE + WS_STAGE)
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins the accumulators in place across the asynchronous MMAs: no copy of them may move past
+// a fence or a wait.
+__device__ __forceinline__ void fence_acc(float (&d)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading
+// and stride byte offsets, each in 16-byte units; base offset 0, no swizzle.
+__device__ __forceinline__ unsigned long long smem_desc(u32 addr, u32 leading, u32 stride) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((leading >> 4) & 0x3FFFu) << 16 |
+         (unsigned long long)((stride >> 4) & 0x3FFFu) << 32;
+}
+
+// d += a (64 x 16, registers) . b (16 x 64, shared memory), fp32 accumulate.
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], const u32 (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
+    mxfp4_wgmma(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
+                u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
+                const int4* __restrict__ tiles, const int* __restrict__ a_rows,
+                const int* __restrict__ out_rows) {
+  extern __shared__ __align__(128) u8 smem[];
+  const int tid = threadIdx.x, lane = tid & 31, wg = tid >> 7, wq = (tid >> 5) & 3;
+  const BlockRows br = block_rows(tiles, rows);
+  const int expert = br.expert, row0 = br.row0, row_count = br.count;
+  const int n0 = blockIdx.x * BLOCK_N;
+  const int k_len = K / SPLIT_K, k_begin = blockIdx.z * k_len, k_tiles = k_len / BLOCK_K;
+  const long long atoms_per_row = K / 32;
+  const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
+  const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
+  constexpr int A_CHUNKS = BLOCK_M * BLOCK_K / 8, A_PER_THREAD = (A_CHUNKS + WARPS * 32 - 1) / (WARPS * 32);
+
+  auto load_stage = [&](int stage, int kt) {
+    u8* base = smem + stage * WG_STAGE_BYTES;
+    const int k0 = k_begin + kt * BLOCK_K;
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int c = tid + i * WARPS * 32;
+      if (c < A_CHUNKS) {
+        // Two neighbouring threads read one row's 32 contiguous bytes (a whole sector).
+        const int pair = c >> 1, r = pair % BLOCK_M, kc = (pair / BLOCK_M) * 2 + (c & 1);
+        const bool valid = r < row_count;
+        const int src_row = valid ? a_row(a_rows, row0, r) : 0;
+        cp_async16(base + kc * (BLOCK_M * 16) + r * 16, A + (long long)src_row * K + k0 + kc * 8, valid ? 16 : 0);
+      }
+    }
+    u8* wq_s = base + WG_A_STAGE;
+    for (int c = tid; c < WQ_STAGE / 16; c += WARPS * 32) {
+      const int t = c / (KA * 16), rest = c % (KA * 16);
+      cp_async16(wq_s + c * 16, wq_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32) * 256 + rest * 16, 16);
+    }
+    u8* ws_s = wq_s + WQ_STAGE;
+    for (int c = tid; c < WS_STAGE / 16; c += WARPS * 32) {
+      const int t = c / KA, a = c % KA;
+      cp_async16(ws_s + c * 16, ws_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32 + a) * 16, 16);
+    }
+  };
+
+  float acc[WG_MW][WG_NP][32];
+#pragma unroll
+  for (int m = 0; m < WG_MW; ++m)
+#pragma unroll
+    for (int p = 0; p < WG_NP; ++p)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) acc[m][p][i] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    // The copies were written through the generic proxy; wgmma reads through the async one.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    {
+      // Refills the stage of tile kt - 1, whose MMAs every warp has waited for (below).
+      const int next = kt + STAGES - 1;
+      if (next < k_tiles) load_stage(next % STAGES, next);
+      cp_async_commit();
+    }
+    const u8* base = smem + (kt % STAGES) * WG_STAGE_BYTES;
+    const u32 a_addr = smem_addr(base);
+    const u8* wq_s = base + WG_A_STAGE;
+    const u8* ws_s = wq_s + WQ_STAGE;
+    // W fragments of two atoms in flight: atom ka + 1 is dequantized while atom ka's MMAs run.
+    u32 wa[2][WG_MW][2][4];
+#pragma unroll
+    for (int m = 0; m < WG_MW; ++m) tile_w_fragment(wq_s, ws_s, ((wg * WG_MW + m) * 4 + wq) * KA, lane, wa[0][m]);
+#pragma unroll
+    for (int ka = 0; ka < KA; ++ka) {
+#pragma unroll
+      for (int m = 0; m < WG_MW; ++m)
+#pragma unroll
+        for (int p = 0; p < WG_NP; ++p) fence_acc(acc[m][p]);
+      wgmma_fence();
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int p = 0; p < WG_NP; ++p) {
+          if (p * 64 >= row_count) continue;  // block-uniform
+          const unsigned long long b =
+              smem_desc(a_addr + (ka * 2 + s) * 2 * (BLOCK_M * 16) + p * 64 * 16, BLOCK_M * 16, 128);
+#pragma unroll
+          for (int m = 0; m < WG_MW; ++m) wgmma_n64(acc[m][p], wa[ka & 1][m][s], b);
+        }
+      wgmma_commit();
+      if (ka + 1 < KA) {
+        wgmma_wait<1>();  // atom ka - 1's MMAs, which read the registers refilled here
+#pragma unroll
+        for (int m = 0; m < WG_MW; ++m)
+          tile_w_fragment(wq_s, ws_s, ((wg * WG_MW + m) * 4 + wq) * KA + ka + 1, lane, wa[(ka + 1) & 1][m]);
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < WG_MW; ++m)
+#pragma unroll
+      for (int p = 0; p < WG_NP; ++p) fence_acc(acc[m][p]);
+  }
+  cp_async_wait<0>();
+
+  // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
+  // activation row 8i + 2t (+1 for odd e) of the piece.
+  const int g = lane >> 2, tq = (lane & 3) * 2;
+#pragma unroll
+  for (int m = 0; m < WG_MW; ++m) {
+    const int n = n0 + (wg * WG_MW + m) * 64 + wq * 16 + g;
+#pragma unroll
+    for (int p = 0; p < WG_NP; ++p)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        const int r = p * 64 + (i >> 2) * 8 + tq + (i & 1);
+        if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + ((i >> 1) & 1) * 8, acc[m][p][i]);
+      }
+  }
+}
+
+#elif !DEQUANT_ONLY && !DECODE
 // The B fragments of one lane for 8-row activation tile `row_tile` and atom `ka` of the stage:
 // one ldmatrix.x4, the four 8-column quarters of the atom.
 __device__ __forceinline__ void act_fragment(const u16* a_s, int row_tile, int ka, int lane, u32 (&b)[4]) {
