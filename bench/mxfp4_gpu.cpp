@@ -402,6 +402,11 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
     add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {4}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+    // Wider instructions (MMA_N activation rows each) on the same tiles.
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
@@ -488,8 +493,11 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
         stages > 8 || split_k < 1 || split_k > 64) {
       return false;
     }
-    // A thread's accumulators: 32 per 64-row W tile of its warpgroup and 64-row piece of the block.
-    if (block_n / 64 / (warps / 4) * (block_m / 64) * 32 > 128) return false;
+    // MMA_N (optional, 64 when absent): activation rows per wgmma, a divisor of BLOCK_M.
+    const std::int64_t mma_n = config.has("MMA_N") ? config.get("MMA_N") : 64;
+    if ((mma_n != 64 && mma_n != 128 && mma_n != 256) || block_m % mma_n) return false;
+    // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup.
+    if (block_n / 64 / (warps / 4) * block_m / 2 > 128) return false;
     return shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }

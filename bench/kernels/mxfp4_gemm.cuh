@@ -450,14 +450,27 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
 }
 
 #elif !DEQUANT_ONLY
-// The A fragments of one lane for one 16-row W tile and 32-column atom of the stage (atom index
-// tile16 * KA + ka): both k16 steps, dequantized with the atom's scales of rows g and g + 8.
-__device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, int atom, int lane, u32 (&a)[2][4]) {
+// One lane's codes of one 16-row W tile and 32-column atom of the stage (atom index tile16 * KA
+// + ka) and the E8M0 scale codes of its rows g and g + 8.
+struct AtomCodes {
+  uint2 q;
+  u32 lo, hi;
+};
+
+__device__ __forceinline__ AtomCodes load_atom(const u8* wq_s, const u8* ws_s, int atom, int lane) {
   const int g = lane >> 2;
-  const uint2 q = *reinterpret_cast<const uint2*>(wq_s + atom * 256 + lane * 8);
-  const AtomScales sc = atom_scales(ws_s[atom * 16 + g], ws_s[atom * 16 + g + 8]);
-  dequant_word(q.x, sc, a[0]);
-  dequant_word(q.y, sc, a[1]);
+  return {*reinterpret_cast<const uint2*>(wq_s + atom * 256 + lane * 8), ws_s[atom * 16 + g], ws_s[atom * 16 + g + 8]};
+}
+
+// The atom's A fragments for both k16 steps.
+__device__ __forceinline__ void dequant_atom(const AtomCodes& c, u32 (&a)[2][4]) {
+  const AtomScales sc = atom_scales(c.lo, c.hi);
+  dequant_word(c.q.x, sc, a[0]);
+  dequant_word(c.q.y, sc, a[1]);
+}
+
+__device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, int atom, int lane, u32 (&a)[2][4]) {
+  dequant_atom(load_atom(wq_s, ws_s, atom, lane), a);
 }
 
 #endif
@@ -469,16 +482,19 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
 // warp, the mma.m16n8k16 A fragment (PTX ISA, "Register Fragments and Shared Memory Matrix
 // Layouts" for wgmma), so pack_for_gpu's layout serves as is, and each W fragment is dequantized
 // once per block from shared memory into registers. The activations (the B operand, BLOCK_M
-// rows) reach the tensor cores straight from shared memory, in 64-row pieces (m64n64k16):
-// pieces wholly past the block's row count are skipped, so a grouped tile of few pairs costs
+// rows) reach the tensor cores straight from shared memory, in pieces of MMA_N rows (64, 128 or
+// 256, default 64: one m64nNk16 with N = MMA_N each); pieces wholly past the block's row count are skipped, so a grouped tile of few pairs costs
 // less. B's shared-memory layout is the canonical K-major one without swizzle: 8 x 8 core
 // matrices of 128 contiguous bytes (row r of an 8-row group at 16 r), 8-row groups 128 bytes
 // apart (the descriptor's stride offset) and the two 8-column halves of a k16 step BLOCK_M x 16
-// bytes apart (its leading offset). Config: WGMMA=1, BLOCK_M (64, 128, 192 or 256), BLOCK_N,
-// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE.
+// bytes apart (its leading offset). Config: WGMMA=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N,
+// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE, optional MMA_N.
 #define WG_COUNT (WARPS / 4)
 #define WG_MW (BLOCK_N / 64 / WG_COUNT)  // 64-row W tiles per warpgroup
-#define WG_NP (BLOCK_M / 64)              // 64-row activation pieces
+#ifndef MMA_N
+#define MMA_N 64
+#endif
+#define WG_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WG_A_STAGE (BLOCK_M * BLOCK_K * 2)
 #define WG_STAGE_BYTES (WG_A_STAGE + WQ_STAGE + WS_STAGE)
 
@@ -490,9 +506,10 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 // Pins the accumulators in place across the asynchronous MMAs: no copy of them may move past
 // a fence or a wait.
-__device__ __forceinline__ void fence_acc(float (&d)[32]) {
+template <int R>
+__device__ __forceinline__ void fence_acc(float (&d)[R]) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading
@@ -502,13 +519,38 @@ __device__ __forceinline__ unsigned long long smem_desc(u32 addr, u32 leading, u
          (unsigned long long)((stride >> 4) & 0x3FFFu) << 32;
 }
 
-// d += a (64 x 16, registers) . b (16 x 64, shared memory), fp32 accumulate.
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], const u32 (&a)[4], unsigned long long b) {
+// d += a (64 x 16, registers) . b (16 x N, shared memory), fp32 accumulate: wgmma m64nNk16 with
+// A from registers, for the N (activation rows) of one instruction, MMA_N.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], unsigned long long b);
+template <>
+__device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], const u32 (&a)[4], unsigned long long b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], const u32 (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<256>(float (&d)[128], const u32 (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
@@ -554,13 +596,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
     }
   };
 
-  float acc[WG_MW][WG_NP][32];
+  float acc[WG_MW][WG_NP][MMA_N / 2];
 #pragma unroll
   for (int m = 0; m < WG_MW; ++m)
 #pragma unroll
     for (int p = 0; p < WG_NP; ++p)
 #pragma unroll
-      for (int i = 0; i < 32; ++i) acc[m][p][i] = 0.0f;
+      for (int i = 0; i < MMA_N / 2; ++i) acc[m][p][i] = 0.0f;
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -583,10 +625,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
     const u32 a_addr = smem_addr(base);
     const u8* wq_s = base + WG_A_STAGE;
     const u8* ws_s = wq_s + WQ_STAGE;
-    // W fragments of two atoms in flight: atom ka + 1 is dequantized while atom ka's MMAs run.
+    // W fragments of two atoms in flight: atom ka + 1 is loaded before, and dequantized after,
+    // the wait for atom ka - 1's MMAs, while atom ka's run.
+    const int tile0 = (wg * WG_MW * 4 + wq) * KA;  // the warp's first 16-row tile, atom 0
     u32 wa[2][WG_MW][2][4];
 #pragma unroll
-    for (int m = 0; m < WG_MW; ++m) tile_w_fragment(wq_s, ws_s, ((wg * WG_MW + m) * 4 + wq) * KA, lane, wa[0][m]);
+    for (int m = 0; m < WG_MW; ++m) tile_w_fragment(wq_s, ws_s, tile0 + m * 4 * KA, lane, wa[0][m]);
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
 #pragma unroll
@@ -598,18 +642,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
       for (int s = 0; s < 2; ++s)
 #pragma unroll
         for (int p = 0; p < WG_NP; ++p) {
-          if (p * 64 >= row_count) continue;  // block-uniform
+          if (p * MMA_N >= row_count) continue;  // block-uniform
           const unsigned long long b =
-              smem_desc(a_addr + (ka * 2 + s) * 2 * (BLOCK_M * 16) + p * 64 * 16, BLOCK_M * 16, 128);
+              smem_desc(a_addr + (ka * 2 + s) * 2 * (BLOCK_M * 16) + p * MMA_N * 16, BLOCK_M * 16, 128);
 #pragma unroll
-          for (int m = 0; m < WG_MW; ++m) wgmma_n64(acc[m][p], wa[ka & 1][m][s], b);
+          for (int m = 0; m < WG_MW; ++m) wgmma_rs<MMA_N>(acc[m][p], wa[ka & 1][m][s], b);
         }
       wgmma_commit();
       if (ka + 1 < KA) {
+        AtomCodes next[WG_MW];
+#pragma unroll
+        for (int m = 0; m < WG_MW; ++m) next[m] = load_atom(wq_s, ws_s, tile0 + m * 4 * KA + ka + 1, lane);
         wgmma_wait<1>();  // atom ka - 1's MMAs, which read the registers refilled here
 #pragma unroll
-        for (int m = 0; m < WG_MW; ++m)
-          tile_w_fragment(wq_s, ws_s, ((wg * WG_MW + m) * 4 + wq) * KA + ka + 1, lane, wa[(ka + 1) & 1][m]);
+        for (int m = 0; m < WG_MW; ++m) dequant_atom(next[m], wa[(ka + 1) & 1][m]);
       }
     }
     wgmma_wait<0>();
@@ -629,8 +675,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
     for (int p = 0; p < WG_NP; ++p)
 #pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        const int r = p * 64 + (i >> 2) * 8 + tq + (i & 1);
+      for (int i = 0; i < MMA_N / 2; ++i) {
+        const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
         if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + ((i >> 1) & 1) * 8, acc[m][p][i]);
       }
   }
