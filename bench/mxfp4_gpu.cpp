@@ -407,6 +407,15 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
     add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
+    // The last atom's MMAs of a K tile kept running into the next tile, and two blocks an SM
+    // (at most 128 registers a thread), so that one block's barrier, prologue and epilogue
+    // overlap another's MMAs.
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {64, 128}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
@@ -496,6 +505,17 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     // MMA_N (optional, 64 when absent): activation rows per wgmma, a divisor of BLOCK_M.
     const std::int64_t mma_n = config.has("MMA_N") ? config.get("MMA_N") : 64;
     if ((mma_n != 64 && mma_n != 128 && mma_n != 256) || block_m % mma_n) return false;
+    // MMA_OVERLAP (optional, 0 or 1): 1 needs a stage beyond the one computed and the one in
+    // flight, and an even number of atoms a K tile.
+    const std::int64_t overlap = config.has("MMA_OVERLAP") ? config.get("MMA_OVERLAP") : 0;
+    if ((overlap != 0 && overlap != 1) || (overlap == 1 && (stages < 3 || block_k % 64))) return false;
+    // MIN_BLOCKS (optional): blocks an SM holds at once, within sm_90's 2048 threads and 228 KiB
+    // of shared memory, 1 KiB of it reserved per block (CUDA C++ Programming Guide, "Compute
+    // Capability 9.0").
+    const std::int64_t min_blocks = config.has("MIN_BLOCKS") ? config.get("MIN_BLOCKS") : 1;
+    if (min_blocks < 1 || min_blocks * warps * 32 > 2048 || min_blocks * (wgmma_smem_bytes(config) + 1024) > 228 * 1024) {
+      return false;
+    }
     // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup.
     if (block_n / 64 / (warps / 4) * block_m / 2 > 128) return false;
     return shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&

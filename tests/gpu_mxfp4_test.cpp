@@ -113,11 +113,32 @@ TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
   }
 }
 
-// The wgmma family on every decode and prefill shape of both ops, FOLDSCALE off and on, and
-// at a dense M that leaves the last 64-row piece of the last block partly filled: at M = 512 the
-// grouped op's tiles hold about 12 pairs (EP) or 48 (TP4), so most pieces are skipped or partial.
+// Every config of the wgmma family, FOLDSCALE off and on, on small geometries that reach all
+// of its paths: dense M = 8 (one piece, mostly empty), 300 (the last piece partly filled) and
+// 512; grouped with 8 experts, top-2, M = 512 (about 128 pairs a tile: tiles of several pieces,
+// full and partial) in both the w13 (token rows) and w2 (pair rows) geometries. The default
+// space's wgmma configs run on the real decode and prefill shapes in the *EveryDefaultConfig*
+// tests.
 TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
   using tunebench::bench::is_wgmma_config;
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
+  std::vector<Shape> dense_shapes, moe_shapes;
+  for (const auto& s : shapes) {
+    if (s.set.find("prefill_ep") == std::string::npos) continue;
+    Shape small = s;
+    small.n = 1024;
+    small.k = 1024;
+    small.m = 512;
+    small.experts = 8;
+    small.top_k = 2;
+    moe_shapes.push_back(small);
+    if (s.gemm != "w13") continue;
+    for (const std::int64_t m : {8, 300, 512}) {
+      small.m = m;
+      dense_shapes.push_back(small);
+    }
+  }
+  ASSERT_EQ(moe_shapes.size(), 2u);
   for (bool fold : {false, true}) {
     const tunebench::bench::Mxfp4GemmOp dense(fold, kScaleLo, kScaleHi);
     const tunebench::bench::Mxfp4MoeOp moe(fold, kScaleLo, kScaleHi);
@@ -129,15 +150,11 @@ TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
       }
       ASSERT_FALSE(configs.empty());
       op->precompile(configs, device_, 16);
-      for (const auto& s : tunebench::testing::decode_and_prefill_shapes()) {
-        if (fold && s.set.find("prefill_ep") == std::string::npos) continue;
-        check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_config);
+      for (const auto& s : op == &dense ? dense_shapes : moe_shapes) {
+        EXPECT_EQ(check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_config), static_cast<int>(configs.size()))
+            << op->name() << " " << s.gemm << " M=" << s.m << ": every wgmma config runs these shapes";
       }
     }
-    if (fold) continue;
-    Shape odd = tunebench::testing::decode_and_prefill_shapes().back();
-    odd.m = 300;
-    check_all(dense, odd, tunebench::SpaceKind::kExpanded, is_wgmma_config);
   }
 }
 

@@ -488,7 +488,8 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
 // matrices of 128 contiguous bytes (row r of an 8-row group at 16 r), 8-row groups 128 bytes
 // apart (the descriptor's stride offset) and the two 8-column halves of a k16 step BLOCK_M x 16
 // bytes apart (its leading offset). Config: WGMMA=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N,
-// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE, optional MMA_N.
+// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE, optional MMA_N,
+// MMA_OVERLAP and MIN_BLOCKS (below).
 #define WG_COUNT (WARPS / 4)
 #define WG_MW (BLOCK_N / 64 / WG_COUNT)  // 64-row W tiles per warpgroup
 #ifndef MMA_N
@@ -554,7 +555,21 @@ __device__ __forceinline__ void wgmma_rs<256>(float (&d)[128], const u32 (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
+// MMA_OVERLAP (optional, default 0). 0: each K tile's MMAs are waited for before the block's
+// barrier, and the stage of tile kt - 1 is refilled with tile kt + STAGES - 1. 1: the last
+// atom's MMAs of tile kt - 1 still run while tile kt starts (its first atom dequantized, its
+// first MMAs issued), so the stage refilled is tile kt - 2's, with tile kt + STAGES - 2: one
+// tile less of prefetch for no drained tensor pipe at each tile (BLOCK_K a multiple of 64, so
+// that a tile's first atom uses the registers of the previous tile's second-to-last one).
+// MIN_BLOCKS (optional, default 1): blocks an SM must hold at once (a register bound).
+#ifndef MMA_OVERLAP
+#define MMA_OVERLAP 0
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#define WG_AHEAD (STAGES - 1 - MMA_OVERLAP)  // K tiles in flight before the one computed
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     mxfp4_wgmma(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                 u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
                 const int4* __restrict__ tiles, const int* __restrict__ a_rows,
@@ -605,19 +620,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
       for (int i = 0; i < MMA_N / 2; ++i) acc[m][p][i] = 0.0f;
 
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
+  for (int s = 0; s < WG_AHEAD; ++s) {
     if (s < k_tiles) load_stage(s, s);
     cp_async_commit();
   }
 
   for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<STAGES - 2>();
+    cp_async_wait<WG_AHEAD - 1>();
     // The copies were written through the generic proxy; wgmma reads through the async one.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     {
-      // Refills the stage of tile kt - 1, whose MMAs every warp has waited for (below).
-      const int next = kt + STAGES - 1;
+      // Refills the stage of tile kt - 1 - MMA_OVERLAP, whose MMAs every warp has waited for
+      // (below) before the barrier.
+      const int next = kt + WG_AHEAD;
       if (next < k_tiles) load_stage(next % STAGES, next);
       cp_async_commit();
     }
@@ -658,12 +674,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
         for (int m = 0; m < WG_MW; ++m) dequant_atom(next[m], wa[(ka + 1) & 1][m]);
       }
     }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int m = 0; m < WG_MW; ++m)
-#pragma unroll
-      for (int p = 0; p < WG_NP; ++p) fence_acc(acc[m][p]);
+    wgmma_wait<MMA_OVERLAP>();
   }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int m = 0; m < WG_MW; ++m)
+#pragma unroll
+    for (int p = 0; p < WG_NP; ++p) fence_acc(acc[m][p]);
   cp_async_wait<0>();
 
   // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
