@@ -95,16 +95,15 @@ int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 
 
 struct Tiles {
   std::int64_t block_m, block_n, block_k, warps, warps_k, stages, split_k;
-  std::int64_t warps_m;  // optional WARPS_M (1: every warp takes all of the block's rows)
   explicit Tiles(const Config& c)
       : block_m(c.get("BLOCK_M")), block_n(c.get("BLOCK_N")), block_k(c.get("BLOCK_K")),
         warps(c.get("WARPS")), warps_k(c.get("WARPS_K")), stages(c.get("STAGES")),
-        split_k(c.get("SPLIT_K")), warps_m(c.has("WARPS_M") ? c.get("WARPS_M") : 1) {}
-  std::int64_t warps_n() const { return warps / warps_k / warps_m; }
-  // A thread's fp32 accumulators: its warp's W tiles times its activation tiles, 4 each.
-  std::int64_t accumulators() const { return block_n / 16 / warps_n() * (block_m / 8 / warps_m) * 4; }
+        split_k(c.get("SPLIT_K")) {}
+  std::int64_t warps_n() const { return warps / warps_k; }
+  // A thread's fp32 accumulators: its warp's W tiles times the block's activation tiles, 4 each.
+  std::int64_t accumulators() const { return block_n / 16 / warps_n() * (block_m / 8) * 4; }
   // Mirrors the kernel's split-K-across-warps reduction buffer.
-  std::int64_t reduction_bytes() const { return (warps_k - 1) * warps_n() * warps_m * 32 * accumulators() * 4; }
+  std::int64_t reduction_bytes() const { return (warps_k - 1) * warps_n() * 32 * accumulators() * 4; }
   // Mirrors STAGE_BYTES in the kernel.
   std::int64_t smem_bytes() const {
     const std::int64_t a = block_m * (block_k + 8) * 2;
@@ -222,10 +221,12 @@ bool is_decode_config(const Config& config) { return config.has("DECODE"); }
 
 bool is_wgmma_config(const Config& config) { return config.has("WGMMA"); }
 
+// Mirrors WG_SMEM_MAIN and the row indices after it in the kernel.
 std::int64_t wgmma_smem_bytes(const Config& config) {
-  const std::int64_t block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N");
-  const std::int64_t stage = config.get("BLOCK_M") * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
-  return config.get("STAGES") * stage;
+  const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N");
+  const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
+  const std::int64_t out = config.get("SPLIT_K") > 1 ? 0 : block_m * (block_n + 8) * 2;
+  return std::max(config.get("STAGES") * stage, out) + 2 * block_m * 4;
 }
 
 std::int64_t decode_block_n(const Config& config) { return config.has("BLOCK_N") ? config.get("BLOCK_N") : 16; }
@@ -350,13 +351,6 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"WARPS_K", {1, 2, 4, 8, 16}},
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
-      // Two blocks of 16 warps an SM on the register path (at most 64 registers a thread): the
-      // 256 blocks of N = 4096 in one wave with all of a warp's W (UNROLL 8 at K = 4096) in
-      // flight at once. Unbounded, these took more than 64 registers and ran in two waves (6.59
-      // and 7.20 us on EP w13 M=1, H200, 2026-12-01). Not yet timed bounded (ptxas: 64 registers,
-      // no spills without the vote; 124 bytes of spill stores with it).
-      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}},
-           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"MIN_BLOCKS", {2}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
            {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
@@ -386,27 +380,24 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"WARPS_K", {1, 2}}, {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1, 2, 4}}});
     add({{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
          {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
-    // Two axes of the tile kernel for the grouped prefill, not yet timed (docs/perf-mxfp4.md, "The
-    // grouped op against its baseline"): WARPS_M 2, a 2 x 4 grid of warps each taking half of the
-    // block's rows and two W tiles (64 accumulators a thread, no spills by ptxas), and ACT_REUSE 1,
-    // each activation fragment read from shared memory once for all of the warp's W tiles.
-    add({{"BLOCK_M", {64, 128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-         {"WARPS_M", {2}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {0, 1}}});
-    add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
-         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
-    add({{"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"ACT_REUSE", {1}}});
     // Many rows on wgmma (sm_90a): W dequantized once per block into registers, the
-    // activations read by the tensor cores from shared memory. Not yet timed.
-    add({{"WGMMA", {1}}, {"BLOCK_M", {64, 128, 256}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}},
+    // activations read by the tensor cores from shared memory.
+    add({{"WGMMA", {1}}, {"BLOCK_M", {64, 128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}},
          {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+    // BLOCK_M 256 at BLOCK_K 128 with 4 stages would take 290 KiB of shared memory.
+    for (const std::int64_t stages : {3, 4}) {
+      add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", stages == 3 ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{64}},
+           {"WARPS", {8}}, {"STAGES", {stages}}, {"SPLIT_K", {1}}});
+    }
     add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {4}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
     // Wider instructions (MMA_N activation rows each) on the same tiles.
     add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
+    for (const std::int64_t stages : {3, 4}) {
+      add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", stages == 3 ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{64}},
+           {"WARPS", {8}}, {"STAGES", {stages}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
+    }
     // The last atom's MMAs of a K tile kept running into the next tile, and two blocks an SM
     // (at most 128 registers a thread), so that one block's barrier, prologue and epilogue
     // overlap another's MMAs.
@@ -447,6 +438,16 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
        {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
   add({{"BLOCK_M", {32}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {2}},
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
+  // The grouped op's prefill on wgmma: the tiles that won its prefill sets in an expanded
+  // search on an H200 (2026-12-01, docs/perf-mxfp4.md). 128 x 256 tiles at one block an SM for
+  // K = 4096 and 2048; 128 x 128 at two blocks an SM for the short K of TP4 w2 (512), where a
+  // block's prologue and epilogue are a large share of its time.
+  if (routed()) {
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}},
+         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {0, 1}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
+  }
   // Prefill: the tiles plain autotune chose on the prefill sets (wide tiles, 4 or 8 warps).
   add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
@@ -477,12 +478,6 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_n = decode_block_n(config);
     if (block_n != 16 && ((block_n != 32 && block_n != 64) || stages != 0)) return false;
-    // A launch bound of the register path: so many blocks of WARPS_K warps must fit an SM's 2048
-    // threads (sm_90), else ptxas refuses the bound.
-    if (config.has("MIN_BLOCKS") && (stages != 0 || config.get("MIN_BLOCKS") < 1 || config.get("MIN_BLOCKS") > 32 ||
-                                     config.get("MIN_BLOCKS") * warps_k * 32 > 2048)) {
-      return false;
-    }
     // The warps' partial sums: static shared memory, at most 48 KiB.
     const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_n / 16) * (block_m / 8) * 4 * 4;
     return red_bytes <= 48 * 1024 &&
@@ -513,7 +508,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     // of shared memory, 1 KiB of it reserved per block (CUDA C++ Programming Guide, "Compute
     // Capability 9.0").
     const std::int64_t min_blocks = config.has("MIN_BLOCKS") ? config.get("MIN_BLOCKS") : 1;
-    if (min_blocks < 1 || min_blocks * warps * 32 > 2048 || min_blocks * (wgmma_smem_bytes(config) + 1024) > 228 * 1024) {
+    if (min_blocks < 1 || min_blocks > 16 || min_blocks * warps * 32 > 2048 || min_blocks * (wgmma_smem_bytes(config) + 1024) > 228 * 1024) {
       return false;
     }
     // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup.
@@ -522,14 +517,11 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
            wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }
   const Tiles t(config);
-  if (t.block_m % 8 || t.warps < 1 || t.warps > 32 || t.warps_k < 1 || t.warps_k > 32 || t.warps_m < 1 || t.warps_m > 32 ||
-      t.warps % (t.warps_k * t.warps_m) || (t.block_m / 8) % t.warps_m || t.block_n % (16 * t.warps_n()) ||
+  if (t.block_m % 8 || t.warps < 1 || t.warps > 32 || t.warps_k < 1 || t.warps_k > 32 || t.warps % t.warps_k ||
+      t.block_n % (16 * t.warps_n()) ||
       t.block_k % (32 * t.warps_k) || t.stages < 2 || t.split_k < 1) {
     return false;
   }
-  // ACT_REUSE (optional): 0 or 1, the order of the warp's loop over its tiles (the kernel's
-  // result does not depend on it).
-  if (config.has("ACT_REUSE") && config.get("ACT_REUSE") != 0 && config.get("ACT_REUSE") != 1) return false;
   if (shape.n % t.block_n || shape.k % (t.block_k * t.split_k)) return false;
   if (t.accumulators() > 128) return false;
   if (t.warps * 32 > device.max_threads_per_block) return false;

@@ -61,9 +61,11 @@ bool is_decode_config(const Config& config);
 /// kernel for many rows on sm_90a (bench/kernels/mxfp4_gemm.cuh), both ops.
 bool is_wgmma_config(const Config& config);
 
-/// Dynamic shared memory of a wgmma config, in bytes: STAGES x (BLOCK_M x BLOCK_K x 2 of
-/// activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes and scales). Throws
-/// ConfigError if `config` lacks one of those parameters.
+/// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
+/// (BLOCK_M x BLOCK_K x 2 of activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes
+/// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2 (none with SPLIT_K >
+/// 1), then BLOCK_M x 8 of row indices. Throws ConfigError if `config` lacks one of those
+/// parameters.
 std::int64_t wgmma_smem_bytes(const Config& config);
 
 /// W rows per block of a decode config: its BLOCK_N (16, 32 or 64: 1, 2 or 4 tiles of 16 rows

@@ -134,40 +134,72 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
   EXPECT_DOUBLE_EQ(moe.bytes(s), active * 0.53125 * 4096 * 4096 + 2.0 * 8 * 4096 + 2.0 * 48 * 4096);
 }
 
-// The tile kernel's optional axes: WARPS_M splits the block's rows between warps (it must
-// divide the warps left after WARPS_K and the 8-row tiles), ACT_REUSE is 0 or 1; neither
-// changes a thread's accumulators beyond what the tile gives.
-TEST(Mxfp4GpuOps, TileWarpGridAndActivationReuseAreCheckedLikeTheOtherAxes) {
+// The wgmma family: sm_90 (sm_90a code) only; BLOCK_M a multiple of MMA_N up to 256, BLOCK_N a
+// multiple of 64 per warpgroup, at most 128 accumulators a thread; MMA_OVERLAP needs 3 stages and
+// an even number of atoms a K tile; MIN_BLOCKS blocks must fit an SM's threads and shared memory.
+TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
+  using tunebench::bench::is_wgmma_config;
+  using tunebench::bench::wgmma_smem_bytes;
   const tunebench::bench::Mxfp4GemmOp dense(false);
   const tunebench::bench::Mxfp4MoeOp moe(false);
   const auto dev = tunebench::sm90_reference_device();
   const tunebench::Shape prefill{"s", "w13", 4096, 4096, 4096, 256, 6, std::nullopt};
-  auto tile = [](std::int64_t block_m, std::int64_t warps_m, std::int64_t act_reuse = 0) {
-    return tunebench::Config{{"BLOCK_M", block_m}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 8},
-                             {"WARPS_K", 1}, {"WARPS_M", warps_m}, {"STAGES", 3}, {"SPLIT_K", 1},
-                             {"ACT_REUSE", act_reuse}};
+  auto wgmma = [](std::int64_t block_m, std::int64_t block_n, std::int64_t block_k, std::int64_t warps,
+                  std::vector<tunebench::Config::Param> extra = {}) {
+    std::vector<tunebench::Config::Param> p{{"WGMMA", 1},  {"BLOCK_M", block_m}, {"BLOCK_N", block_n},
+                                            {"BLOCK_K", block_k}, {"WARPS", warps}, {"STAGES", 3},
+                                            {"SPLIT_K", 1}};
+    p.insert(p.end(), extra.begin(), extra.end());
+    return tunebench::Config(p);
   };
-  EXPECT_TRUE(dense.can_implement(tile(128, 2), prefill, dev));
-  EXPECT_TRUE(moe.can_implement(tile(128, 2, 1), prefill, dev));
-  EXPECT_TRUE(moe.can_implement(tile(128, 8), prefill, dev));    // one W tile column of 8 warps
-  EXPECT_FALSE(dense.can_implement(tile(128, 3), prefill, dev));  // 3 does not divide 8 warps
-  EXPECT_FALSE(dense.can_implement(tile(8, 2), prefill, dev));    // one 8-row tile cannot be halved
-  EXPECT_FALSE(dense.can_implement(tile(128, 16), prefill, dev)); // more than the 8 warps
-  EXPECT_FALSE(dense.can_implement(tile(128, 0), prefill, dev));
-  EXPECT_FALSE(dense.can_implement(tile(128, 2, 2), prefill, dev));
-  // BLOCK_N 128 over 8 warps as 4 columns of 2: two 16-row W tiles a warp, BLOCK_N 16 x 4 too few.
-  tunebench::Config narrow{{"BLOCK_M", 128}, {"BLOCK_N", 32}, {"BLOCK_K", 128}, {"WARPS", 8},
-                           {"WARPS_K", 1}, {"WARPS_M", 2}, {"STAGES", 3}, {"SPLIT_K", 1}};
-  EXPECT_FALSE(dense.can_implement(narrow, prefill, dev));
-  // Every expanded config with the new axes runs the prefill shapes of both ops.
-  int axes = 0;
+  const auto best = wgmma(128, 256, 128, 8, {{"MMA_N", 128}, {"MMA_OVERLAP", 1}});
+  EXPECT_TRUE(is_wgmma_config(best));
+  EXPECT_FALSE(is_wgmma_config(tunebench::Config{{"BLOCK_M", 128}}));
+  EXPECT_TRUE(moe.can_implement(best, prefill, dev));
+  EXPECT_TRUE(dense.can_implement(best, prefill, dev));
+  auto other_arch = dev;
+  other_arch.cc_minor = 9;  // wgmma is sm_90a's alone
+  EXPECT_FALSE(moe.can_implement(best, prefill, other_arch));
+  other_arch.cc_major = 10;
+  other_arch.cc_minor = 0;
+  EXPECT_FALSE(moe.can_implement(best, prefill, other_arch));
+  EXPECT_FALSE(moe.can_implement(wgmma(96, 128, 64, 8), prefill, dev));                   // BLOCK_M % 64
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_N", 256}}), prefill, dev));  // MMA_N > BLOCK_M
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_N", 96}}), prefill, dev));
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 64, 64, 8), prefill, dev));     // 64 W rows for 2 warpgroups
+  EXPECT_FALSE(moe.can_implement(wgmma(256, 256, 64, 8), prefill, dev));    // 256 accumulators
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 6), prefill, dev));    // whole warpgroups
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 48, 8), prefill, dev));    // BLOCK_K % 32
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 96, 8, {{"MMA_OVERLAP", 1}}), prefill, dev));  // 3 atoms
+  EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 128, 8, {{"MMA_OVERLAP", 1}}), prefill, dev));
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_OVERLAP", 2}}), prefill, dev));
+  EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MIN_BLOCKS", 2}}), prefill, dev));
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 256, 128, 8, {{"MIN_BLOCKS", 2}}), prefill, dev));  // 2 x 152 KiB
+  EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 9}}), prefill, dev));    // 9 x 256 threads
+  EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 1LL << 40}}), prefill, dev));
+  EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 0}}), prefill, dev));
+  tunebench::Shape narrow = prefill;
+  narrow.n = 4096 + 128;  // a multiple of 128, not of 256
+  EXPECT_FALSE(moe.can_implement(best, narrow, dev));
+  EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 64, 8), narrow, dev));
+  // Shared memory: the pipeline or the epilogue's padded BF16 tile, whichever is larger, then the
+  // block's row indices.
+  EXPECT_EQ(wgmma_smem_bytes(best), 3 * (128 * 128 * 2 + 16 * 4 * 272) + 128 * 8);
+  EXPECT_EQ(wgmma_smem_bytes(wgmma(128, 256, 32, 8)), std::max<std::int64_t>(3 * (128 * 32 * 2 + 16 * 272), 128 * 264 * 2) + 128 * 8);
+  // Every expanded wgmma config runs the prefill shapes of both ops; the default space holds
+  // wgmma configs for the grouped op only (the dense op's large M goes to cuBLASLt).
+  int expanded = 0, grouped_default = 0, dense_default = 0;
   for (const auto& c : moe.config_space(tunebench::SpaceKind::kExpanded)) {
-    if (!c.has("WARPS_M") && !c.has("ACT_REUSE")) continue;
-    ++axes;
+    if (!is_wgmma_config(c)) continue;
+    ++expanded;
     EXPECT_TRUE(moe.can_implement(c, prefill, dev)) << c.str();
     EXPECT_TRUE(dense.can_implement(c, prefill, dev)) << c.str();
   }
-  EXPECT_GT(axes, 0);
+  for (const auto& c : moe.config_space(tunebench::SpaceKind::kDefault)) grouped_default += is_wgmma_config(c);
+  for (const auto& c : dense.config_space(tunebench::SpaceKind::kDefault)) dense_default += is_wgmma_config(c);
+  EXPECT_GT(expanded, 0);
+  EXPECT_GT(grouped_default, 0);
+  EXPECT_EQ(dense_default, 0);
 }
 
 TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
@@ -302,18 +334,6 @@ TEST(Mxfp4GpuOps, DecodeBlockNTakesTwoOrFourTilesOnTheRegisterPath) {
   // bytes = 63,488 at BLOCK_N 64 with 32 warps; 31,744 at BLOCK_N 32.
   EXPECT_FALSE(dense.can_implement(decode(64, 32), s, dev));
   EXPECT_TRUE(dense.can_implement(decode(32, 32), s, dev));
-  // MIN_BLOCKS, the register path's launch bound: so many blocks must fit 2048 threads.
-  auto bounded = [&](std::int64_t min_blocks, std::int64_t warps_k, std::int64_t stages = 0) {
-    auto params = decode(16, warps_k, stages).params();
-    params.emplace_back("MIN_BLOCKS", min_blocks);
-    return tunebench::Config(params);
-  };
-  EXPECT_TRUE(dense.can_implement(bounded(2, 16), s, dev));
-  EXPECT_TRUE(moe.can_implement(bounded(4, 16), s, dev));
-  EXPECT_FALSE(dense.can_implement(bounded(5, 16), s, dev));  // 5 x 512 threads
-  EXPECT_FALSE(dense.can_implement(bounded(0, 16), s, dev));
-  EXPECT_FALSE(dense.can_implement(bounded(1LL << 40, 16), s, dev));  // no overflow into a yes
-  EXPECT_FALSE(dense.can_implement(bounded(2, 16, 2), s, dev));  // the ring has its own bound
   // Every expanded config can run some decode shape: none is dead weight.
   for (const auto& c : dense.config_space(tunebench::SpaceKind::kExpanded)) {
     if (!tunebench::bench::is_decode_config(c)) continue;

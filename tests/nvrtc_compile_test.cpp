@@ -180,16 +180,31 @@ TEST(NvrtcCompile, ATornOrForeignCacheFileIsRecompiledNotLoaded) {
   fs::remove_all(dir);
 }
 
-// The expanded space's configs with the newer optional axes (WARPS_M, ACT_REUSE and the
-// decode kernel's MIN_BLOCKS), in all four variants: few enough for every CI run.
-TEST(NvrtcCompile, TheExpandedSpacesOptionalAxesCompileForSm90) {
+// The grouped op's wgmma configs of the default space (sm_90a code), and of the expanded space
+// one config for each value of each optional axis (MMA_N, MMA_OVERLAP, MIN_BLOCKS), in all four
+// variants: few enough for every CI run.
+TEST(NvrtcCompile, TheWgmmaConfigsCompileForSm90a) {
+  using tunebench::bench::is_wgmma_config;
   const KernelCompiler compiler(fs::path{});
-  const tunebench::bench::Mxfp4GemmOp op(false);
+  const tunebench::bench::Mxfp4MoeOp op(false);
   std::vector<tunebench::Config> configs;
-  for (const auto& c : op.config_space(tunebench::SpaceKind::kExpanded)) {
-    if (c.has("WARPS_M") || c.has("ACT_REUSE") || c.has("MIN_BLOCKS")) configs.push_back(c);
+  for (const auto& c : op.config_space(tunebench::SpaceKind::kDefault)) {
+    if (is_wgmma_config(c)) configs.push_back(c);
   }
-  ASSERT_GE(configs.size(), 10u);
+  ASSERT_GE(configs.size(), 2u);
+  std::set<std::pair<std::string, std::int64_t>> seen;
+  for (const auto& c : configs) {
+    for (const auto& p : c.params()) seen.insert(p);
+  }
+  for (const auto& c : op.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (!is_wgmma_config(c)) continue;
+    bool adds = false;
+    for (const auto& name : {"MMA_N", "MMA_OVERLAP", "MIN_BLOCKS"}) {
+      if (c.has(name) && seen.insert({name, c.get(name)}).second) adds = true;
+    }
+    if (adds) configs.push_back(c);
+  }
+  EXPECT_TRUE(seen.count({"MMA_N", 256}));
   const auto failures = compile_all(compiler, configs);
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
 }

@@ -13,33 +13,25 @@
 // W is the mma's A operand (16 rows of N per mma) and the activations its B operand (8 rows
 // per mma), so a decode batch of 1..8 tokens wastes no tensor-core work on padding rows of M.
 //
-// Config (all -D): BLOCK_M (rows per block, multiple of 8 * WARPS_M), BLOCK_N (multiple of 16 *
-// WARPS / (WARPS_K * WARPS_M)), BLOCK_K (multiple of 32 * WARPS_K), WARPS, WARPS_K (warps sharing one W tile, each
+// Config (all -D): BLOCK_M (rows per block, multiple of 8), BLOCK_N (multiple of 16 * WARPS /
+// WARPS_K), BLOCK_K (multiple of 32 * WARPS_K), WARPS, WARPS_K (warps sharing one W tile, each
 // taking every WARPS_K-th 32-column atom of a K tile; their sums meet in shared memory at the
 // end), STAGES (>= 2, cp.async pipeline depth), SPLIT_K (K ranges reduced through fp32 atomics
-// into a workspace, then mxfp4_splitk_finish), FOLDSCALE; optional WARPS_M (default 1: warps
-// that share a W tile's columns, each taking 1/WARPS_M of the block's rows) and ACT_REUSE (0, or
-// 1: the warp's W tiles dequantized first, so each activation fragment is read once for all).
+// into a workspace, then mxfp4_splitk_finish), FOLDSCALE.
 //
 // With -DDEQUANT_ONLY=1 (and FOLDSCALE) the file holds mxfp4_dequant_bf16 instead: W of one
 // expert to row-major BF16, for the dequantize-then-cuBLASLt path of large M. With -DDECODE=1
 // (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE, optional BLOCK_N) it holds mxfp4_decode
-// in place of mxfp4_gemm: both ops' kernel for few rows (below); optional MIN_BLOCKS is its
-// launch bound on the register path.
+// in place of mxfp4_gemm: both ops' kernel for few rows (below). With -DWGMMA=1 it holds
+// mxfp4_wgmma: both ops' kernel for many rows on sm_90a's warpgroup MMA (below).
 
 typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
 
-#ifndef ACT_REUSE
-#define ACT_REUSE 0
-#endif
-#ifndef WARPS_M
-#define WARPS_M 1
-#endif
-#define WARPS_N (WARPS / WARPS_K / WARPS_M)
+#define WARPS_N (WARPS / WARPS_K)
 #define NT (BLOCK_N / 16 / WARPS_N)  // 16-row W tiles per warp
-#define MT (BLOCK_M / 8 / WARPS_M)   // 8-row activation tiles per warp
+#define MT (BLOCK_M / 8)           // 8-row activation tiles per block
 #define KA (BLOCK_K / 32)          // 32-column atoms per K tile
 #define LDA (BLOCK_K + 8)          // padded smem row (bf16): ldmatrix rows hit distinct banks
 #define A_STAGE (BLOCK_M * LDA * 2)
@@ -309,13 +301,8 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
 // SM: unbounded, the prefetched activation fragments took 87 and left one block of 16 warps a
 // SM, two waves for the 256 blocks of N = 4096 (H200, 2026-11-30). (The register path takes 32
 // unbounded without the vote, more with it.)
-// MIN_BLOCKS (register path, optional) asks for that many blocks an SM at once, which caps the
-// registers at 65536 / (MIN_BLOCKS x 32 x WARPS_K): unbounded, UNROLL 8 at 16 warps took more
-// than 64, one block of 512 threads an SM, and 256 blocks (N = 4096) ran in two waves.
 #if STAGES > 0
 #define DECODE_MIN_BLOCKS (WARPS_K >= 32 ? 1 : 32 / WARPS_K)
-#elif defined(MIN_BLOCKS)
-#define DECODE_MIN_BLOCKS MIN_BLOCKS
 #else
 #define DECODE_MIN_BLOCKS 1
 #endif
@@ -498,6 +485,10 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
 #define WG_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WG_A_STAGE (BLOCK_M * BLOCK_K * 2)
 #define WG_STAGE_BYTES (WG_A_STAGE + WQ_STAGE + WS_STAGE)
+#define WG_OUT_LD (BLOCK_N + 8)  // the epilogue's padded row of Y in shared memory (bf16)
+#define WG_PIPE_BYTES (STAGES * WG_STAGE_BYTES)
+#define WG_OUT_BYTES (SPLIT_K > 1 ? 0 : BLOCK_M * WG_OUT_LD * 2)
+#define WG_SMEM_MAIN (WG_PIPE_BYTES > WG_OUT_BYTES ? WG_PIPE_BYTES : WG_OUT_BYTES)
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -584,6 +575,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
   const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
   constexpr int A_CHUNKS = BLOCK_M * BLOCK_K / 8, A_PER_THREAD = (A_CHUNKS + WARPS * 32 - 1) / (WARPS * 32);
+  // Each block row's A row and Y row, read from the routing once (not once per K tile and per
+  // output element), after the pipeline's and the epilogue's shared memory.
+  int* const a_idx = reinterpret_cast<int*>(smem + WG_SMEM_MAIN);
+  int* const y_idx = a_idx + BLOCK_M;
+  for (int r = tid; r < BLOCK_M; r += WARPS * 32) {
+    a_idx[r] = r < row_count ? a_row(a_rows, row0, r) : 0;
+    y_idx[r] = r < row_count ? (int)y_row(out_rows, row0, r) : 0;
+  }
+  __syncthreads();
 
   auto load_stage = [&](int stage, int kt) {
     u8* base = smem + stage * WG_STAGE_BYTES;
@@ -594,9 +594,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
       if (c < A_CHUNKS) {
         // Two neighbouring threads read one row's 32 contiguous bytes (a whole sector).
         const int pair = c >> 1, r = pair % BLOCK_M, kc = (pair / BLOCK_M) * 2 + (c & 1);
-        const bool valid = r < row_count;
-        const int src_row = valid ? a_row(a_rows, row0, r) : 0;
-        cp_async16(base + kc * (BLOCK_M * 16) + r * 16, A + (long long)src_row * K + k0 + kc * 8, valid ? 16 : 0);
+        cp_async16(base + kc * (BLOCK_M * 16) + r * 16, A + (long long)a_idx[r] * K + k0 + kc * 8, r < row_count ? 16 : 0);
       }
     }
     u8* wq_s = base + WG_A_STAGE;
@@ -686,6 +684,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
   // activation row 8i + 2t (+1 for odd e) of the piece.
   const int g = lane >> 2, tq = (lane & 3) * 2;
+#if SPLIT_K > 1
 #pragma unroll
   for (int m = 0; m < WG_MW; ++m) {
     const int n = n0 + (wg * WG_MW + m) * 64 + wq * 16 + g;
@@ -694,9 +693,33 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
 #pragma unroll
       for (int i = 0; i < MMA_N / 2; ++i) {
         const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
-        if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + ((i >> 1) & 1) * 8, acc[m][p][i]);
+        if (r < row_count) store_out(Y, Yacc, (long long)y_idx[r] * N + n + ((i >> 1) & 1) * 8, acc[m][p][i]);
       }
   }
+#else
+  // Through shared memory, so that Y is written in 16-byte pieces of whole rows: the fragment
+  // alone gives 2-byte stores, four Y rows per warp store. Rows are padded by 16 bytes, which
+  // puts the four rows a warp writes at once in different banks.
+  __syncthreads();  // every warp is done with the pipeline's shared memory
+  u16* const out_s = reinterpret_cast<u16*>(smem);
+#pragma unroll
+  for (int m = 0; m < WG_MW; ++m) {
+    const int n = (wg * WG_MW + m) * 64 + wq * 16 + g;
+#pragma unroll
+    for (int p = 0; p < WG_NP; ++p)
+#pragma unroll
+      for (int i = 0; i < MMA_N / 2; ++i) {
+        const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
+        out_s[r * WG_OUT_LD + n + ((i >> 1) & 1) * 8] = to_bf16(acc[m][p][i]);
+      }
+  }
+  __syncthreads();
+  for (int c = tid; c < row_count * (BLOCK_N / 8); c += WARPS * 32) {
+    const int r = c / (BLOCK_N / 8), col = (c % (BLOCK_N / 8)) * 8;
+    *reinterpret_cast<uint4*>(Y + (long long)y_idx[r] * N + n0 + col) =
+        *reinterpret_cast<const uint4*>(out_s + r * WG_OUT_LD + col);
+  }
+#endif
 }
 
 #elif !DEQUANT_ONLY && !DECODE
@@ -715,10 +738,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                const int* __restrict__ out_rows) {
   extern __shared__ __align__(128) u8 smem[];
-  // The warp's place: its W tiles along N (warp), its share of K (warp_k) and its activation
-  // tiles along M (warp_m).
-  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / (WARPS_K * WARPS_M), warp_k = (tid >> 5) % WARPS_K;
-  const int warp_m = (tid >> 5) / WARPS_K % WARPS_M;
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) / WARPS_K, warp_k = (tid >> 5) % WARPS_K;
   const BlockRows br = block_rows(tiles, rows);
   const int expert = br.expert, row0 = br.row0, row_count = br.count;
   const int n0 = blockIdx.x * BLOCK_N;
@@ -786,24 +806,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
       if (WARPS_K > 1 && ka % WARPS_K != warp_k) continue;
-#if ACT_REUSE
-      // The warp's NT W tiles dequantized first, so that each activation fragment is read from
-      // shared memory once and serves all of them (the loop below reads it NT times). Every
-      // accumulator sees the same mma in the same order: the result is bit for bit the same.
-      u32 wa[NT][2][4];
-#pragma unroll
-      for (int t = 0; t < NT; ++t) tile_w_fragment(wq_s, ws_s, (warp * NT + t) * KA + ka, lane, wa[t]);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        u32 b[4];
-        act_fragment(a_s, warp_m * MT + m, ka, lane, b);
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          mma_bf16(acc[t][m], wa[t][0], b[0], b[1]);
-          mma_bf16(acc[t][m], wa[t][1], b[2], b[3]);
-        }
-      }
-#else
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         u32 a[2][4];
@@ -811,12 +813,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           u32 b[4];
-          act_fragment(a_s, warp_m * MT + m, ka, lane, b);
+          act_fragment(a_s, m, ka, lane, b);
           mma_bf16(acc[t][m], a[0], b[0], b[1]);
           mma_bf16(acc[t][m], a[1], b[2], b[3]);
         }
       }
-#endif
     }
   }
   cp_async_wait<0>();
@@ -827,7 +828,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   float* red = reinterpret_cast<float*>(smem);
   constexpr int PER_LANE = NT * MT * 4;
   if (warp_k > 0) {
-    float* dst = red + (((warp_k - 1) * WARPS_N * WARPS_M + warp * WARPS_M + warp_m) * 32 + lane) * PER_LANE;
+    float* dst = red + (((warp_k - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
 #pragma unroll
     for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -839,7 +840,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   if (warp_k > 0) return;
 #pragma unroll
   for (int w = 1; w < WARPS_K; ++w) {
-    const float* src = red + (((w - 1) * WARPS_N * WARPS_M + warp * WARPS_M + warp_m) * 32 + lane) * PER_LANE;
+    const float* src = red + (((w - 1) * WARPS_N + warp) * 32 + lane) * PER_LANE;
 #pragma unroll
     for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -858,7 +859,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     for (int m = 0; m < MT; ++m) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int r = (warp_m * MT + m) * 8 + tq + (i & 1);
+        const int r = m * 8 + tq + (i & 1);
         if (r < row_count) store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n + (i >> 1) * 8, acc[t][m][i]);
       }
     }
