@@ -78,14 +78,17 @@ constexpr int kMxfp4GridStrideThreads = 256;
 
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
-/// (mxfp4_dequant_bf16), WARPS x 32 for a tile config (mxfp4_gemm). Throws ConfigError if
+/// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma). Throws ConfigError if
 /// `config` lacks the parameter.
 int mxfp4_block_threads(const Config& config);
 
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
 /// for `arch` (e.g. "sm_90"), and the kernels they load from it: for a tile config (BLOCK_M,
 /// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,
-/// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, each
+/// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, for a
+/// wgmma config (WGMMA, BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K, optional MMA_N,
+/// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma, compiled for "sm_90a" when `arch` is "sm_90" (wgmma
+/// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
 /// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config
 /// the dequantization kernel mxfp4_dequant_bf16 alone (one binary for every ALGO; `moe` is
 /// ignored). Every config parameter becomes a -D define. Throws ConfigError for a config
@@ -149,7 +152,13 @@ class Mxfp4GpuOp : public Op {
   /// STAGES 2, and BLOCK_N 32 x WARPS_K 4/8/16 x UNROLL 2/4/8 with the vote, 43 configs;
   /// expanded: BLOCK_M 8/16, WARPS_K 1..32, UNROLL 2/4/8, SPLIT_K 1/2/4 unstaged (both votes),
   /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, and BLOCK_M 8, SPLIT_K 1, BLOCK_N 32 x WARPS_K
-  /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), 318 configs. The dense op then adds the dequantize-then-cuBLASLt family,
+  /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), 318 configs.
+  /// The wgmma family (WGMMA=1: BLOCK_M activation rows, BLOCK_N W rows, 64 per warpgroup tile,
+  /// BLOCK_K, WARPS 4 or 8, STAGES, SPLIT_K 1, and optionally MMA_N, MMA_OVERLAP, MIN_BLOCKS):
+  /// in the grouped op's default space six configs for prefill (128 x 256 x 128 with MMA_N 128,
+  /// MMA_OVERLAP 0/1; 128 x 128 x 64 with MMA_N 128, STAGES 3/4, MMA_OVERLAP 0/1, MIN_BLOCKS 2),
+  /// none in the dense op's default space (its dequantize family is faster there); in both
+  /// ops' expanded space 57 configs. The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   std::vector<Config> config_space(SpaceKind kind) const override;
@@ -163,6 +172,13 @@ class Mxfp4GpuOp : public Op {
   /// warps' reduction buffer ((WARPS_K - 1) * 32 * BLOCK_N / 16 * BLOCK_M / 2 * 4 bytes, static
   /// shared memory) within 48 KiB, and it plus the ring (WARPS_K * STAGES * UNROLL * 272 bytes)
   /// within the opt-in shared memory.
+  /// Wgmma configs: a device of compute capability 9.0 only, BLOCK_M a multiple of MMA_N (64,
+  /// 128 or 256; 64 when absent) up to 256, WARPS 4 or 8, BLOCK_N a multiple of 64 x WARPS / 4
+  /// (up to 1024), at most 128 fp32 accumulators a thread (BLOCK_N / 64 / (WARPS / 4) x BLOCK_M /
+  /// 2), BLOCK_K a multiple of 32 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K <= 64, MMA_OVERLAP 0
+  /// or 1 (1 needs STAGES >= 3 and BLOCK_K a multiple of 64), MIN_BLOCKS 1..16 with that many
+  /// blocks within 2048 threads and 228 KiB of shared memory an SM, N % BLOCK_N == 0, K %
+  /// (BLOCK_K x SPLIT_K) == 0, wgmma_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
   /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.
