@@ -403,10 +403,21 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
     // overlap another's MMAs.
     add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {64, 128}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
+    // (An optional axis at its default value is left out of the name: one kernel, one config.)
+    for (const bool overlap : {false, true}) {
+      std::vector<ConfigAxis> axes{{"WGMMA", {1}},  {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}},
+                                   {"WARPS", {8}},  {"STAGES", {3, 4}}, {"SPLIT_K", {1}}};
+      if (overlap) axes.push_back({"MMA_OVERLAP", {1}});
+      axes.push_back({"MIN_BLOCKS", {2}});
+      add(axes);
+      axes.insert(axes.begin() + 7, ConfigAxis{"MMA_N", {128}});
+      add(axes);
+      std::vector<ConfigAxis> narrow{{"WGMMA", {1}},  {"BLOCK_M", {64}},   {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}},
+                                     {"WARPS", {8}},  {"STAGES", {3, 4}}, {"SPLIT_K", {1}}};
+      if (overlap) narrow.push_back({"MMA_OVERLAP", {1}});
+      narrow.push_back({"MIN_BLOCKS", {2}});
+      add(narrow);
+    }
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
     add({{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
@@ -443,10 +454,15 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
   // K = 4096 and 2048; 128 x 128 at two blocks an SM for the short K of TP4 w2 (512), where a
   // block's prologue and epilogue are a large share of its time.
   if (routed()) {
+    // (MMA_OVERLAP 0 is its default, left out of the name as in the expanded space.)
     add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}},
-         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {0, 1}}});
+         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}},
+         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
     add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {0, 1}}, {"MIN_BLOCKS", {2}}});
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MIN_BLOCKS", {2}}});
+    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
+         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}, {"MIN_BLOCKS", {2}}});
   }
   // Prefill: the tiles plain autotune chose on the prefill sets (wide tiles, 4 or 8 warps).
   add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
@@ -513,7 +529,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup.
     if (block_n / 64 / (warps / 4) * block_m / 2 > 128) return false;
-    return shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
+    return shape.m >= kWgmmaMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }
   const Tiles t(config);

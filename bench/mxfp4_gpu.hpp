@@ -131,6 +131,10 @@ class Mxfp4GpuOp : public Op {
   /// weights' bytes, and writing and rereading W as BF16 (4 bytes per weight against 0.53)
   /// cannot pay off.
   static constexpr std::int64_t kDequantMinRows = 128;
+  /// Smallest M (tokens) the wgmma configs run at: their blocks take 64 to 256 rows, and below
+  /// it the decode and tile configs have the rows to themselves (on an H200 the tile kernel still
+  /// won every grouped prefill shape up to M = 2048, wgmma every one from 4096 on).
+  static constexpr std::int64_t kWgmmaMinRows = 128;
   /// Largest M the decode configs run at: each block row covers BLOCK_M (8 or 16) rows and
   /// rereads W, so beyond a few block rows the tile configs' reuse of each W fragment wins.
   static constexpr std::int64_t kDecodeMaxRows = 64;
@@ -172,7 +176,7 @@ class Mxfp4GpuOp : public Op {
   /// warps' reduction buffer ((WARPS_K - 1) * 32 * BLOCK_N / 16 * BLOCK_M / 2 * 4 bytes, static
   /// shared memory) within 48 KiB, and it plus the ring (WARPS_K * STAGES * UNROLL * 272 bytes)
   /// within the opt-in shared memory.
-  /// Wgmma configs: a device of compute capability 9.0 only, BLOCK_M a multiple of MMA_N (64,
+  /// Wgmma configs: M >= kWgmmaMinRows, a device of compute capability 9.0 only, BLOCK_M a multiple of MMA_N (64,
   /// 128 or 256; 64 when absent) up to 256, WARPS 4 or 8, BLOCK_N a multiple of 64 x WARPS / 4
   /// (up to 1024), at most 128 fp32 accumulators a thread (BLOCK_N / 64 / (WARPS / 4) x BLOCK_M /
   /// 2), BLOCK_K a multiple of 32 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K <= 64, MMA_OVERLAP 0

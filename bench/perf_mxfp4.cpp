@@ -31,6 +31,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,8 +168,8 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
   const KernelCompiler compiler(std::filesystem::path{});  // -v's log comes only from a compile
   const bench::Mxfp4GemmOp gemm(fold);
   const bench::Mxfp4MoeOp moe(fold);
-  std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %7s %13s  %s\n", "op", "fold", "kernel", "regs",
-              "spill stores", "spill loads", "stack", "smem", "threads", "blocks/SM reg", "config");
+  std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %8s %7s %13s  %s\n", "op", "fold", "kernel", "regs",
+              "spill stores", "spill loads", "stack", "smem", "dyn smem", "threads", "blocks/SM reg", "config");
   int failed = 0;
   for (const bench::Mxfp4GpuOp* op : {static_cast<const bench::Mxfp4GpuOp*>(&gemm), static_cast<const bench::Mxfp4GpuOp*>(&moe)}) {
     if (!sel.wants(*op)) continue;
@@ -186,10 +187,14 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
       for (const auto& k : parse_ptxas_info(r.log)) {
         const int threads =
             k.kernel == "mxfp4_splitk_finish" ? bench::kMxfp4GridStrideThreads : bench::mxfp4_block_threads(c);
-        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %7d %13d  %s\n", op->name().c_str(), fold ? 1 : 0,
+        int dynamic_smem = 0;  // what the launch asks for, beside ptxas's static figure
+        for (const auto& jk : build.kernels) {
+          if (jk.name == k.kernel) dynamic_smem = jk.dynamic_smem_bytes;
+        }
+        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %8d %7d %13d  %s\n", op->name().c_str(), fold ? 1 : 0,
                     k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes, k.stack_frame_bytes,
-                    k.static_smem_bytes, threads, k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0,
-                    c.str().c_str());
+                    k.static_smem_bytes, dynamic_smem, threads,
+                    k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0, c.str().c_str());
       }
     }
   }
@@ -226,8 +231,9 @@ int main(int argc, char** argv) {
                 << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
                 << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
                 << "  --each    also print one line per timed config\n"
-                << "  --resources  no timing and no GPU: registers, spills and shared memory of each selected\n"
-                << "            config's kernels (NVRTC for sm_90 with ptxas -v), and the blocks an SM holds by registers\n"
+                << "  --resources  no timing and no GPU: registers, spills and shared memory (static, and the\n"
+                << "            dynamic amount its launch asks for) of each selected config's kernels (NVRTC for sm_90,\n"
+                << "            sm_90a for WGMMA=1 configs, with ptxas -v), and the blocks an SM holds by registers\n"
                 << "  --expanded  the expanded config space; --timing=kernel|cudagraph|event; --m token counts;\n"
                 << "  set-name-substring  only the shape sets whose name holds it (e.g. decode_ep)\n";
       return 0;
@@ -278,6 +284,39 @@ int main(int argc, char** argv) {
       wanted.push_back(a);
     }
   }
+  // Checked before anything runs: a bad value is a usage error, as in bench.
+  bool fold = false;
+  try {
+    fold = bench::foldscale_from_env();
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "perf_mxfp4: " << e.what() << "\n";
+    return 2;
+  }
+  // --config selects among the configs of the MXFP4 ops and bf16_gemm; one that none of the
+  // selected ones holds in the chosen space would time (or list) nothing.
+  if (!sel.config.empty()) {
+    const bench::Mxfp4GemmOp gemm(fold);
+    const bench::Mxfp4MoeOp moe(fold);
+    const bench::Bf16GemmOp bf16;
+    bool any = false;
+    std::string names;
+    for (const Op* op : {static_cast<const Op*>(&gemm), static_cast<const Op*>(&moe), static_cast<const Op*>(&bf16)}) {
+      if (!sel.wants(*op) || (resources && op == &bf16)) continue;
+      names += (names.empty() ? "" : ", ") + op->name();
+      for (const auto& c : op->config_space(space)) any = any || sel.wants(c);
+    }
+    if (!any) {
+      std::string items;
+      for (const auto& item : sel.config) {
+        items += (items.empty() ? "" : ",") + item.name + (item.value ? "=" + std::to_string(*item.value) : "");
+      }
+      std::cerr << "perf_mxfp4: --config=" << items << ": no config of "
+                << (names.empty() ? std::string("the selected ops") : names) << " in the "
+                << (space == SpaceKind::kExpanded ? "expanded space" : "default space (--expanded for the expanded one)")
+                << " holds every item; perf_mxfp4 --resources [--expanded] lists them\n";
+      return 2;
+    }
+  }
   try {
     if (resources) {
       for (const auto& name : sel.ops) {
@@ -286,7 +325,7 @@ int main(int argc, char** argv) {
           return 2;
         }
       }
-      return print_resources(sel, space, bench::foldscale_from_env());
+      return print_resources(sel, space, fold);
     }
     const auto probe = probe_gpus();
     if (!probe.available()) {
@@ -297,7 +336,6 @@ int main(int argc, char** argv) {
     const DeviceInfo dev = query_device(0);
     Stream stream;
     const double copy_bw = copy_bandwidth(stream.get());
-    const bool fold = bench::foldscale_from_env();
     std::printf("device: %s (%d SMs); device-to-device copy %.0f GB/s (read + write); FOLDSCALE=%d; timing %s\n",
                 dev.name.c_str(), dev.sm_count, copy_bw / 1e9, fold ? 1 : 0, timing_name(timing).c_str());
     std::printf("%-18s %-4s %6s | %9s %7s %5s | %9s %5s | %9s %7s %5s | %9s %7s | %7s | %9s %7s | %7s  %s\n", "set",

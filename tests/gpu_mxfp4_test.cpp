@@ -114,8 +114,8 @@ TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
 }
 
 // Every config of the wgmma family, FOLDSCALE off and on, on small geometries that reach all
-// of its paths: dense M = 8 (one piece, mostly empty), 300 (the last piece partly filled) and
-// 512; grouped with 8 experts, top-2, M = 512 (about 128 pairs a tile: tiles of several pieces,
+// of its paths: dense M = 128 (the smallest it runs: one block row, half of a 256-row block
+// empty), 300 (the last piece partly filled) and 512; grouped with 8 experts, top-2, M = 512 (about 128 pairs a tile: tiles of several pieces,
 // full and partial) in both the w13 (token rows) and w2 (pair rows) geometries. The default
 // space's wgmma configs run on the real decode and prefill shapes in the *EveryDefaultConfig*
 // tests.
@@ -133,7 +133,7 @@ TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
     small.top_k = 2;
     moe_shapes.push_back(small);
     if (s.gemm != "w13") continue;
-    for (const std::int64_t m : {8, 300, 512}) {
+    for (const std::int64_t m : {tunebench::bench::Mxfp4GpuOp::kWgmmaMinRows, std::int64_t{300}, std::int64_t{512}}) {
       small.m = m;
       dense_shapes.push_back(small);
     }

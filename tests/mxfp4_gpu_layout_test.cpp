@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -178,6 +180,11 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 9}}), prefill, dev));    // 9 x 256 threads
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 1LL << 40}}), prefill, dev));
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 0}}), prefill, dev));
+  tunebench::Shape few = prefill;
+  few.m = tunebench::bench::Mxfp4GpuOp::kWgmmaMinRows - 1;
+  EXPECT_FALSE(moe.can_implement(best, few, dev));
+  few.m += 1;
+  EXPECT_TRUE(moe.can_implement(best, few, dev));
   tunebench::Shape narrow = prefill;
   narrow.n = 4096 + 128;  // a multiple of 128, not of 256
   EXPECT_FALSE(moe.can_implement(best, narrow, dev));
@@ -200,6 +207,23 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_GT(expanded, 0);
   EXPECT_GT(grouped_default, 0);
   EXPECT_EQ(dense_default, 0);
+}
+
+// The expanded space holds every default config under the same name (an exhaustive search
+// can only find the same or better, and a kernel has one name, so one cache row), and no config
+// twice.
+TEST(Mxfp4GpuOps, TheExpandedSpaceHoldsEveryDefaultConfigOnce) {
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  for (const tunebench::bench::Mxfp4GpuOp* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
+                                                 static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
+    const auto expanded = op->config_space(tunebench::SpaceKind::kExpanded);
+    std::set<std::string> names;
+    for (const auto& c : expanded) EXPECT_TRUE(names.insert(c.str()).second) << op->name() << " twice: " << c.str();
+    for (const auto& c : op->config_space(tunebench::SpaceKind::kDefault)) {
+      EXPECT_TRUE(names.count(c.str())) << op->name() << ": default config not in the expanded space: " << c.str();
+    }
+  }
 }
 
 TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {

@@ -24,6 +24,11 @@ expect_usage_error "--m=0: expected a comma-separated list of positive token cou
 expect_usage_error "--timing=wall: expected kernel, cudagraph or event" --timing=wall
 expect_usage_error "unknown flag --each=1" --each=1
 expect_usage_error "--resources: --op=bf16_gemm: expected mxfp4_gemm or mxfp4_moe" --resources --op=bf16_gemm
+# A --config that no config of the selected ops holds, in the space asked for, names the space.
+expect_usage_error "--config=WGMMA=2: no config of mxfp4_moe in the default space (--expanded" --resources --op=mxfp4_moe --config=WGMMA=2
+expect_usage_error "--config=MMA_N=96: no config of mxfp4_gemm, mxfp4_moe, bf16_gemm in the expanded space" --expanded --config=MMA_N=96
+expect_usage_error "--config=MMA_N=256: no config of mxfp4_moe in the default space" --op=mxfp4_moe --config=MMA_N=256
+FLAGGEMS_MXFP4_FOLDSCALE=2 expect_usage_error "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" --resources
 # --resources needs no GPU: ptxas's registers for the selected configs, from NVRTC.
 res=$("$perf" --resources --op=mxfp4_gemm --config=DECODE=1,BLOCK_M=8,WARPS_K=16,UNROLL=4,STAGES=0,SCALE_VOTE=1) \
   || fail "perf_mxfp4 --resources exited $?"
@@ -31,7 +36,11 @@ line=$(printf '%s\n' "$res" | grep '^mxfp4_gemm .* mxfp4_decode ' | head -1)
 [ -n "$line" ] || fail "perf_mxfp4 --resources printed no mxfp4_decode line: $res"
 regs=$(echo "$line" | awk '{print $4}')
 [ "$regs" -gt 0 ] && [ "$regs" -le 255 ] || fail "perf_mxfp4 --resources: registers '$regs' in: $line"
-[ "$(echo "$line" | awk '{print $9}')" = 512 ] || fail "perf_mxfp4 --resources: 16 warps are not 512 threads: $line"
+[ "$(echo "$line" | awk '{print $10}')" = 512 ] || fail "perf_mxfp4 --resources: 16 warps are not 512 threads: $line"
+# A wgmma config: its launch's dynamic shared memory (pipeline stages, row indices) is listed.
+line=$("$perf" --resources --op=mxfp4_moe --config=WGMMA=1,BLOCK_N=256,MMA_OVERLAP=1 | grep ' mxfp4_wgmma ' | head -1)
+[ -n "$line" ] || fail "perf_mxfp4 --resources printed no mxfp4_wgmma line"
+[ "$(echo "$line" | awk '{print $9}')" -gt 100000 ] || fail "perf_mxfp4 --resources: no dynamic shared memory in: $line"
 # --help: the usage on stdout, exit 0, before any GPU is looked for.
 help=$("$perf" --help) || fail "perf_mxfp4 --help exited $?"
 case "$help" in "usage: perf_mxfp4 "*"--op"*) ;; *) fail "perf_mxfp4 --help printed: $help" ;; esac
