@@ -7,14 +7,9 @@
 # status 2 before any run.
 set -euo pipefail
 bench=${1:?usage: ab_method_test.sh BENCH}
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/lib.sh"
 ab=$here/../scripts/ab_test.sh
-tiny=$here/data/dsv4f_decode_tiny.yaml
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT PARALLEL_WARMUP_GPUS REPLAY_FROM TUNEBENCH_SWEEP
-export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs TUNEBENCH_CACHE=$work/cache.sqlite BENCH=$bench
+export BENCH=$bench
 # One thread: the CPU op's OpenMP threads on a small, shared machine move whole processes (README).
 export OMP_NUM_THREADS=1
 common=(--tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01)

@@ -4,13 +4,7 @@
 set -euo pipefail
 bench=${1:?usage: bench_cli_test.sh BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: bench_cli_test.sh BENCH TUNEBENCH_CACHE_CLI}
-here=$(cd "$(dirname "$0")" && pwd)
-tiny=$here/data/dsv4f_decode_tiny.yaml
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE FLAGGEMS_MXFP4_FOLDSCALE
-export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
+source "$(dirname "$0")/lib.sh"
 
 # Names do not depend on flags: listing with other flags gives the same names.
 "$bench" --benchmark_list_tests >"$work/list1"

@@ -6,11 +6,8 @@
 set -euo pipefail
 bench=${1:?usage: locale_test.sh LOCALE_BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: locale_test.sh LOCALE_BENCH TUNEBENCH_CACHE_CLI}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE FLAGGEMS_MXFP4_FOLDSCALE LANG LANGUAGE $(env | grep -o '^LC_[A-Z]*') || true
-export TUNEBENCH_CACHE=$work/cache.sqlite TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
+source "$(dirname "$0")/lib.sh"
+unset LANG LANGUAGE $(env | grep -o '^LC_[A-Z]*') || true
 
 if locale -a 2>/dev/null | grep -qix 'de_DE.utf-\?8'; then
   { export LC_ALL=de_DE.UTF-8; } 2>/dev/null

@@ -11,10 +11,7 @@ if ! grep -q "TUNEBENCH_WITH_MPI:BOOL=ON" "$(dirname "$bench")/../CMakeCache.txt
   echo "SKIP: bench built without MPI"
   exit 0
 fi
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib.sh"
 
 # What a container and root need of Open MPI; the oversubscription lets 4 ranks share 2 cores.
 export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

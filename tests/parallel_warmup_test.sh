@@ -4,13 +4,7 @@
 set -euo pipefail
 bench=${1:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: parallel_warmup_test.sh BENCH TUNEBENCH_CACHE_CLI}
-here=$(cd "$(dirname "$0")" && pwd)
-tiny=$here/data/dsv4f_decode_tiny.yaml
-work=$(mktemp -d)
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT
-export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
+source "$(dirname "$0")/lib.sh"
 run() {  # run NAME ENV... : bench on the tiny set with a fresh cache; stdout, stderr, JSON in $work
   local name=$1; shift
   rm -f "$work/$name.sqlite"

@@ -5,14 +5,8 @@
 # is not Google Benchmark JSON, or a folder that takes no files, is refused in one line.
 set -euo pipefail
 bench=${1:?usage: plot_test.sh BENCH}
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/lib.sh"
 plot=$here/../scripts/plot.py
-tiny=$here/data/dsv4f_decode_tiny.yaml
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT PARALLEL_WARMUP_GPUS REPLAY_FROM TUNEBENCH_SWEEP
-export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs TUNEBENCH_CACHE=$work/cache.sqlite
 
 # The isolated sweep keeps sweep.jsonl in the run directory: the timeline's source.
 TUNEBENCH_ISOLATE_SWEEP=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \

@@ -4,13 +4,7 @@
 set -euo pipefail
 build=${1:?usage: sweep_strategy_test.sh BUILD_DIR}
 bench=$build/bench/bench
-here=$(cd "$(dirname "$0")" && pwd)
-tiny=$here/data/dsv4f_decode_tiny.yaml
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-unset TUNEBENCH_SHAPES TUNEBENCH_SEED USE_FLAGTUNE TUNEBENCH_FAULT_INJECT PARALLEL_WARMUP_GPUS REPLAY_FROM
-export TUNEBENCH_KERNEL_CACHE=$work/kernels TUNEBENCH_RUNS=$work/runs
+source "$(dirname "$0")/lib.sh"
 
 # An unknown strategy: one line naming the variable and what it takes, exit 2, nothing run.
 set +e
