@@ -225,7 +225,7 @@ bool is_wgmma_config(const Config& config) { return config.has("WGMMA"); }
 std::int64_t wgmma_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N");
   const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
-  const std::int64_t out = config.get("SPLIT_K") > 1 ? 0 : block_m * (block_n + 8) * 2;
+  const std::int64_t out = block_m * (block_n + 8) * 2;
   return std::max(config.get("STAGES") * stage, out) + 2 * block_m * 4;
 }
 
@@ -398,8 +398,8 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", stages == 3 ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{64}},
            {"WARPS", {8}}, {"STAGES", {stages}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
     }
-    // The last atom's MMAs of a K tile kept running into the next tile, and two blocks an SM
-    // (at most 128 registers a thread), so that one block's barrier, prologue and epilogue
+    // The last atom's MMAs of a K tile kept running into the next tile; below, two blocks an
+    // SM (at most 128 registers a thread), so that one block's barrier, prologue and epilogue
     // overlap another's MMAs.
     add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
          {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
@@ -510,7 +510,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (config.get("WGMMA") != 1 || device.cc_major != 9 || device.cc_minor != 0) return false;
     if (block_m < 64 || block_m > 256 || block_m % 64 || (warps != 4 && warps != 8) || block_n < 64 ||
         block_n > 1024 || block_n % (64 * warps / 4) || block_k < 32 || block_k > 512 || block_k % 32 || stages < 2 ||
-        stages > 8 || split_k < 1 || split_k > 64) {
+        stages > 8 || split_k != 1) {
       return false;
     }
     // MMA_N (optional, 64 when absent): activation rows per wgmma, a divisor of BLOCK_M.
@@ -527,8 +527,11 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (min_blocks < 1 || min_blocks > 16 || min_blocks * warps * 32 > 2048 || min_blocks * (wgmma_smem_bytes(config) + 1024) > 228 * 1024) {
       return false;
     }
-    // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup.
-    if (block_n / 64 / (warps / 4) * block_m / 2 > 128) return false;
+    // A thread's accumulators: BLOCK_M / 2 per 64-row W tile of its warpgroup; with 64 more
+    // registers for everything else within what MIN_BLOCKS leaves a thread of the 64 Ki
+    // registers an SM (ptxas took 124-128 for 64 accumulators at two blocks, H200 build 2026-12-01).
+    const std::int64_t accumulators = block_n / 64 / (warps / 4) * block_m / 2;
+    if (accumulators > 128 || accumulators + 64 > 65536 / (min_blocks * warps * 32)) return false;
     return shape.m >= kWgmmaMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }

@@ -63,9 +63,8 @@ bool is_wgmma_config(const Config& config);
 
 /// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
 /// (BLOCK_M x BLOCK_K x 2 of activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes
-/// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2 (none with SPLIT_K >
-/// 1), then BLOCK_M x 8 of row indices. Throws ConfigError if `config` lacks one of those
-/// parameters.
+/// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2, then BLOCK_M x 8 of
+/// row indices. Throws ConfigError if `config` lacks one of those parameters.
 std::int64_t wgmma_smem_bytes(const Config& config);
 
 /// W rows per block of a decode config: its BLOCK_N (16, 32 or 64: 1, 2 or 4 tiles of 16 rows
@@ -179,10 +178,11 @@ class Mxfp4GpuOp : public Op {
   /// Wgmma configs: M >= kWgmmaMinRows, a device of compute capability 9.0 only, BLOCK_M a multiple of MMA_N (64,
   /// 128 or 256; 64 when absent) up to 256, WARPS 4 or 8, BLOCK_N a multiple of 64 x WARPS / 4
   /// (up to 1024), at most 128 fp32 accumulators a thread (BLOCK_N / 64 / (WARPS / 4) x BLOCK_M /
-  /// 2), BLOCK_K a multiple of 32 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K <= 64, MMA_OVERLAP 0
-  /// or 1 (1 needs STAGES >= 3 and BLOCK_K a multiple of 64), MIN_BLOCKS 1..16 with that many
-  /// blocks within 2048 threads and 228 KiB of shared memory an SM, N % BLOCK_N == 0, K %
-  /// (BLOCK_K x SPLIT_K) == 0, wgmma_smem_bytes within the opt-in shared memory.
+  /// 2), BLOCK_K a multiple of 32 up to 512, 2 <= STAGES <= 8, SPLIT_K 1, MMA_OVERLAP 0 or 1 (1
+  /// needs STAGES >= 3 and BLOCK_K a multiple of 64), MIN_BLOCKS 1..16 with that many blocks
+  /// within 2048 threads and 228 KiB of shared memory an SM (wgmma_smem_bytes + the 1 KiB
+  /// reserved per block, each) and at least accumulators + 64 registers a thread, N % BLOCK_N
+  /// == 0, K % BLOCK_K == 0, wgmma_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
   /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.

@@ -292,9 +292,21 @@ int main(int argc, char** argv) {
     std::cerr << "perf_mxfp4: " << e.what() << "\n";
     return 2;
   }
-  // --config selects among the configs of the MXFP4 ops and bf16_gemm; one that none of the
-  // selected ones holds in the chosen space would time (or list) nothing.
-  if (!sel.config.empty()) {
+  if (resources) {
+    for (const auto& name : sel.ops) {
+      if (name != "mxfp4_gemm" && name != "mxfp4_moe") {
+        std::cerr << "perf_mxfp4: --resources: --op=" << name << ": expected mxfp4_gemm or mxfp4_moe (the ops compiled here)\n";
+        return 2;
+      }
+    }
+  }
+  // --config selects among the configs of the MXFP4 ops and bf16_gemm (bf16_moe and hbm_read
+  // always take their best); one that none of the selected ones holds in the chosen space
+  // would time (or list) nothing of them.
+  const bool config_applies = sel.ops.empty() || std::any_of(sel.ops.begin(), sel.ops.end(), [](const std::string& n) {
+                                return n == "mxfp4_gemm" || n == "mxfp4_moe" || n == "bf16_gemm";
+                              });
+  if (!sel.config.empty() && config_applies) {
     const bench::Mxfp4GemmOp gemm(fold);
     const bench::Mxfp4MoeOp moe(fold);
     const bench::Bf16GemmOp bf16;
@@ -318,15 +330,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (resources) {
-      for (const auto& name : sel.ops) {
-        if (name != "mxfp4_gemm" && name != "mxfp4_moe") {
-          std::cerr << "perf_mxfp4: --resources: --op=" << name << ": expected mxfp4_gemm or mxfp4_moe (the ops compiled here)\n";
-          return 2;
-        }
-      }
-      return print_resources(sel, space, fold);
-    }
+    if (resources) return print_resources(sel, space, fold);
     const auto probe = probe_gpus();
     if (!probe.available()) {
       std::cerr << "perf_mxfp4: no CUDA device (" << probe.reason << ")\n";

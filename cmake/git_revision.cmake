@@ -1,4 +1,5 @@
-# Writes OUT from the template IN with TUNEBENCH_GIT_REVISION set to the short HEAD of the
+# Writes OUT from the template IN with PROJECT_VERSION as given (-D: a script has no project())
+# and TUNEBENCH_GIT_REVISION set to the short HEAD of the
 # repository at SRC, "-dirty" appended when tracked files differ from it ("unknown" outside a
 # git checkout). Run at configure time and, through the tunebench_version target, on every
 # build, so that run records name the revision the binaries were built from. configure_file

@@ -24,12 +24,16 @@ for run in a b; do
     --benchmark_repetitions=9 --benchmark_out="$work/$run.json" --benchmark_out_format=json \
     >"$work/$run.console" 2>"$work/$run.err" || fail "bench run $run exited $?: $(cat "$work/$run.err")"
 done
-/usr/bin/python3 - "$work/a.json" <<'PY' || fail "JSON content"
-import json, math, sys
+/usr/bin/python3 - "$work/a.json" "$here/../CMakeLists.txt" <<'PY' || fail "JSON content"
+import json, math, re, sys
 d = json.load(open(sys.argv[1]))
 ctx = d["context"]
 for key in ("tunebench_version", "tunebench_git_revision", "tunebench_shapes", "cuda_devices"):
     assert key in ctx, key
+# The version is the CMake project's; the revision 12 hex digits (and "-dirty"), or "unknown".
+version = re.search(r"project\(tunebench VERSION ([0-9.]+)", open(sys.argv[2]).read()).group(1)
+assert ctx["tunebench_version"] == version, (ctx["tunebench_version"], version)
+assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", ctx["tunebench_git_revision"]), ctx["tunebench_git_revision"]
 runs = [b for b in d["benchmarks"] if b["run_type"] == "iteration"]
 assert len(runs) == 4 * 9, len(runs)
 names = {b["run_name"] for b in runs}

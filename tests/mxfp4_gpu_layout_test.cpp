@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include <algorithm>
@@ -176,10 +177,18 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 128, 8, {{"MMA_OVERLAP", 1}}), prefill, dev));
   EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_OVERLAP", 2}}), prefill, dev));
   EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MIN_BLOCKS", 2}}), prefill, dev));
-  EXPECT_FALSE(moe.can_implement(wgmma(128, 256, 128, 8, {{"MIN_BLOCKS", 2}}), prefill, dev));  // 2 x 152 KiB
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 256, 128, 8, {{"MIN_BLOCKS", 2}}), prefill, dev));  // 2 x 148 KiB
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 9}}), prefill, dev));    // 9 x 256 threads
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 1LL << 40}}), prefill, dev));
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 64, 8, {{"MIN_BLOCKS", 0}}), prefill, dev));
+  // 16 blocks of 128 threads leave 32 registers a thread, fewer than 32 accumulators need.
+  EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 32, 4, {{"MIN_BLOCKS", 16}}), prefill, dev));
+  EXPECT_TRUE(moe.can_implement(wgmma(64, 128, 32, 4, {{"MIN_BLOCKS", 2}}), prefill, dev));
+  EXPECT_FALSE(moe.can_implement(tunebench::Config([&] {  // SPLIT_K 1 only: BF16 rows out
+    auto p = best.params();
+    for (auto& kv : p) kv.second = kv.first == "SPLIT_K" ? 2 : kv.second;
+    return p;
+  }()), prefill, dev));
   tunebench::Shape few = prefill;
   few.m = tunebench::bench::Mxfp4GpuOp::kWgmmaMinRows - 1;
   EXPECT_FALSE(moe.can_implement(best, few, dev));
@@ -209,17 +218,37 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_EQ(dense_default, 0);
 }
 
-// The expanded space holds every default config under the same name (an exhaustive search
-// can only find the same or better, and a kernel has one name, so one cache row), and no config
-// twice.
-TEST(Mxfp4GpuOps, TheExpandedSpaceHoldsEveryDefaultConfigOnce) {
+// The expanded space holds every default config under the same name (an exhaustive search can
+// only find the same or better), and a kernel has one name (one cache row): no two configs of a
+// space are the same kernel once an optional axis at its default value is dropped and the
+// parameters are put in one order.
+TEST(Mxfp4GpuOps, TheExpandedSpaceHoldsEveryDefaultConfigUnderOneName) {
   const tunebench::bench::Mxfp4GemmOp dense(false);
   const tunebench::bench::Mxfp4MoeOp moe(false);
+  // The optional axes and the value each takes when absent (the kernel's #ifndef defaults).
+  const std::map<std::string, std::int64_t> implied{{"MMA_N", 64}, {"MMA_OVERLAP", 0}, {"MIN_BLOCKS", 1}};
+  auto kernel_of = [&](const tunebench::Config& c) {
+    std::map<std::string, std::int64_t> params(c.params().begin(), c.params().end());
+    if (tunebench::bench::is_decode_config(c) && !params.count("BLOCK_N")) params["BLOCK_N"] = 16;
+    for (const auto& [name, value] : implied) {
+      const auto it = params.find(name);
+      if (it != params.end() && it->second == value) params.erase(it);
+    }
+    return params;
+  };
+  EXPECT_EQ(kernel_of(tunebench::Config{{"WGMMA", 1}, {"MMA_N", 64}, {"BLOCK_M", 64}}),
+            kernel_of(tunebench::Config{{"BLOCK_M", 64}, {"WGMMA", 1}}));
   for (const tunebench::bench::Mxfp4GpuOp* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
                                                  static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
-    const auto expanded = op->config_space(tunebench::SpaceKind::kExpanded);
+    for (const auto kind : {tunebench::SpaceKind::kDefault, tunebench::SpaceKind::kExpanded}) {
+      std::map<std::map<std::string, std::int64_t>, std::string> kernels;
+      for (const auto& c : op->config_space(kind)) {
+        const auto [it, fresh] = kernels.emplace(kernel_of(c), c.str());
+        EXPECT_TRUE(fresh) << op->name() << ": " << c.str() << " is the kernel of " << it->second;
+      }
+    }
     std::set<std::string> names;
-    for (const auto& c : expanded) EXPECT_TRUE(names.insert(c.str()).second) << op->name() << " twice: " << c.str();
+    for (const auto& c : op->config_space(tunebench::SpaceKind::kExpanded)) names.insert(c.str());
     for (const auto& c : op->config_space(tunebench::SpaceKind::kDefault)) {
       EXPECT_TRUE(names.count(c.str())) << op->name() << ": default config not in the expanded space: " << c.str();
     }

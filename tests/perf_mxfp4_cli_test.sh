@@ -28,6 +28,7 @@ expect_usage_error "--resources: --op=bf16_gemm: expected mxfp4_gemm or mxfp4_mo
 expect_usage_error "--config=WGMMA=2: no config of mxfp4_moe in the default space (--expanded" --resources --op=mxfp4_moe --config=WGMMA=2
 expect_usage_error "--config=MMA_N=96: no config of mxfp4_gemm, mxfp4_moe, bf16_gemm in the expanded space" --expanded --config=MMA_N=96
 expect_usage_error "--config=MMA_N=256: no config of mxfp4_moe in the default space" --op=mxfp4_moe --config=MMA_N=256
+expect_usage_error "--resources: --op=bf16_gemm: expected mxfp4_gemm or mxfp4_moe" --resources --op=bf16_gemm --config=ALGO=1
 FLAGGEMS_MXFP4_FOLDSCALE=2 expect_usage_error "FLAGGEMS_MXFP4_FOLDSCALE='2': expected 0 or 1" --resources
 # --resources needs no GPU: ptxas's registers for the selected configs, from NVRTC.
 res=$("$perf" --resources --op=mxfp4_gemm --config=DECODE=1,BLOCK_M=8,WARPS_K=16,UNROLL=4,STAGES=0,SCALE_VOTE=1) \

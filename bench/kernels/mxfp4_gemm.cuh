@@ -1,4 +1,5 @@
-// MXFP4-weight GEMM for Hopper (sm_90) with mma.sync, compiled per config by NVRTC.
+// MXFP4-weight GEMM for Hopper (sm_90) with mma.sync, and with wgmma (sm_90a) for many rows,
+// compiled per config by NVRTC.
 //
 //   Y[rows, N] (bf16) = A[rows, K] (bf16) . dequant(W_e)[N, K]^T
 //
@@ -475,7 +476,7 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
 // matrices of 128 contiguous bytes (row r of an 8-row group at 16 r), 8-row groups 128 bytes
 // apart (the descriptor's stride offset) and the two 8-column halves of a k16 step BLOCK_M x 16
 // bytes apart (its leading offset). Config: WGMMA=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N,
-// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K, FOLDSCALE, optional MMA_N,
+// BLOCK_K (multiple of 32), WARPS (4 or 8), STAGES (>= 2), SPLIT_K (1), FOLDSCALE, optional MMA_N,
 // MMA_OVERLAP and MIN_BLOCKS (below).
 #define WG_COUNT (WARPS / 4)
 #define WG_MW (BLOCK_N / 64 / WG_COUNT)  // 64-row W tiles per warpgroup
@@ -487,7 +488,10 @@ __device__ __forceinline__ void tile_w_fragment(const u8* wq_s, const u8* ws_s, 
 #define WG_STAGE_BYTES (WG_A_STAGE + WQ_STAGE + WS_STAGE)
 #define WG_OUT_LD (BLOCK_N + 8)  // the epilogue's padded row of Y in shared memory (bf16)
 #define WG_PIPE_BYTES (STAGES * WG_STAGE_BYTES)
-#define WG_OUT_BYTES (SPLIT_K > 1 ? 0 : BLOCK_M * WG_OUT_LD * 2)
+#define WG_OUT_BYTES (BLOCK_M * WG_OUT_LD * 2)
+#if SPLIT_K != 1
+#error "mxfp4_wgmma takes SPLIT_K 1: its epilogue writes rounded BF16 rows"
+#endif
 #define WG_SMEM_MAIN (WG_PIPE_BYTES > WG_OUT_BYTES ? WG_PIPE_BYTES : WG_OUT_BYTES)
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -684,19 +688,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
   // activation row 8i + 2t (+1 for odd e) of the piece.
   const int g = lane >> 2, tq = (lane & 3) * 2;
-#if SPLIT_K > 1
-#pragma unroll
-  for (int m = 0; m < WG_MW; ++m) {
-    const int n = n0 + (wg * WG_MW + m) * 64 + wq * 16 + g;
-#pragma unroll
-    for (int p = 0; p < WG_NP; ++p)
-#pragma unroll
-      for (int i = 0; i < MMA_N / 2; ++i) {
-        const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
-        if (r < row_count) store_out(Y, Yacc, (long long)y_idx[r] * N + n + ((i >> 1) & 1) * 8, acc[m][p][i]);
-      }
-  }
-#else
   // Through shared memory, so that Y is written in 16-byte pieces of whole rows: the fragment
   // alone gives 2-byte stores, four Y rows per warp store. Rows are padded by 16 bytes, which
   // puts the four rows a warp writes at once in different banks.
@@ -719,7 +710,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     *reinterpret_cast<uint4*>(Y + (long long)y_idx[r] * N + n0 + col) =
         *reinterpret_cast<const uint4*>(out_s + r * WG_OUT_LD + col);
   }
-#endif
 }
 
 #elif !DEQUANT_ONLY && !DECODE
