@@ -331,6 +331,17 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   };
+  // A wgmma family (SPLIT_K 1): BLOCK_M, its BLOCK_N, BLOCK_K, WARPS and STAGES, then the
+  // optional axes it sets. An optional axis at its default (MMA_N 64, MMA_OVERLAP 0, MIN_BLOCKS
+  // 1) is left out of the name, so that a kernel has one name in both spaces and one cache row.
+  const auto add_wgmma = [&add](std::int64_t block_m, std::vector<std::int64_t> block_n, std::vector<std::int64_t> block_k,
+                                std::int64_t warps, std::vector<std::int64_t> stages, std::vector<ConfigAxis> optional = {}) {
+    std::vector<ConfigAxis> axes{{"WGMMA", {1}},   {"BLOCK_M", {block_m}}, {"BLOCK_N", std::move(block_n)},
+                                 {"BLOCK_K", std::move(block_k)}, {"WARPS", {warps}}, {"STAGES", std::move(stages)},
+                                 {"SPLIT_K", {1}}};
+    axes.insert(axes.end(), optional.begin(), optional.end());
+    add(std::move(axes));
+  };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_gemm.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
   // BLOCK_M 8 x WARPS_K 1..16 x UNROLL 2/4/8 with each load path and vote setting, both ops):
@@ -382,41 +393,29 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
          {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
     // Many rows on wgmma (sm_90a): W dequantized once per block into registers, the
     // activations read by the tensor cores from shared memory.
-    add({{"WGMMA", {1}}, {"BLOCK_M", {64, 128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}},
-         {"WARPS", {8}}, {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
-    // BLOCK_M 256 at BLOCK_K 128 with 4 stages would take 290 KiB of shared memory.
-    for (const std::int64_t stages : {3, 4}) {
-      add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", stages == 3 ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{64}},
-           {"WARPS", {8}}, {"STAGES", {stages}}, {"SPLIT_K", {1}}});
-    }
-    add({{"WGMMA", {1}}, {"BLOCK_M", {64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}}, {"WARPS", {4}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+    add_wgmma(64, {128, 256}, {64, 128}, 8, {3, 4});
+    add_wgmma(128, {128, 256}, {64, 128}, 8, {3, 4});
+    add_wgmma(256, {128}, {64, 128}, 8, {3});
+    add_wgmma(256, {128}, {64}, 8, {4});  // BLOCK_K 128 with 4 stages would take 290 KiB
+    add_wgmma(64, {128}, {64, 128}, 4, {3, 4});
     // Wider instructions (MMA_N activation rows each) on the same tiles.
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
-    for (const std::int64_t stages : {3, 4}) {
-      add({{"WGMMA", {1}}, {"BLOCK_M", {256}}, {"BLOCK_N", {128}}, {"BLOCK_K", stages == 3 ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{64}},
-           {"WARPS", {8}}, {"STAGES", {stages}}, {"SPLIT_K", {1}}, {"MMA_N", {128, 256}}});
-    }
-    // The last atom's MMAs of a K tile kept running into the next tile; below, two blocks an
-    // SM (at most 128 registers a thread), so that one block's barrier, prologue and epilogue
-    // overlap another's MMAs.
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
-    // (An optional axis at its default value is left out of the name: one kernel, one config.)
+    add_wgmma(128, {128, 256}, {64, 128}, 8, {3, 4}, {{"MMA_N", {128}}});
+    add_wgmma(256, {128}, {64, 128}, 8, {3}, {{"MMA_N", {128, 256}}});
+    add_wgmma(256, {128}, {64}, 8, {4}, {{"MMA_N", {128, 256}}});
+    // The last atom's MMAs of a K tile kept running into the next tile.
+    add_wgmma(128, {256}, {64, 128}, 8, {3, 4}, {{"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
+    // Two blocks an SM (at most 128 registers a thread), so that one block's barrier, prologue
+    // and epilogue overlap another's MMAs.
     for (const bool overlap : {false, true}) {
-      std::vector<ConfigAxis> axes{{"WGMMA", {1}},  {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}},
-                                   {"WARPS", {8}},  {"STAGES", {3, 4}}, {"SPLIT_K", {1}}};
-      if (overlap) axes.push_back({"MMA_OVERLAP", {1}});
-      axes.push_back({"MIN_BLOCKS", {2}});
-      add(axes);
-      axes.insert(axes.begin() + 7, ConfigAxis{"MMA_N", {128}});
-      add(axes);
-      std::vector<ConfigAxis> narrow{{"WGMMA", {1}},  {"BLOCK_M", {64}},   {"BLOCK_N", {128}}, {"BLOCK_K", {64, 128}},
-                                     {"WARPS", {8}},  {"STAGES", {3, 4}}, {"SPLIT_K", {1}}};
-      if (overlap) narrow.push_back({"MMA_OVERLAP", {1}});
-      narrow.push_back({"MIN_BLOCKS", {2}});
-      add(narrow);
+      const std::vector<ConfigAxis> overlapping = overlap ? std::vector<ConfigAxis>{{"MMA_OVERLAP", {1}}} : std::vector<ConfigAxis>{};
+      const auto with = [&](std::vector<ConfigAxis> first) {
+        first.insert(first.end(), overlapping.begin(), overlapping.end());
+        first.push_back({"MIN_BLOCKS", {2}});
+        return first;
+      };
+      add_wgmma(128, {128}, {64}, 8, {3, 4}, with({}));
+      add_wgmma(128, {128}, {64}, 8, {3, 4}, with({{"MMA_N", {128}}}));
+      add_wgmma(64, {128}, {64, 128}, 8, {3, 4}, with({}));
     }
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
@@ -449,20 +448,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
        {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
   add({{"BLOCK_M", {32}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {2}},
        {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
-  // The grouped op's prefill on wgmma: the tiles that won its prefill sets in an expanded
-  // search on an H200 (2026-12-01, docs/perf-mxfp4.md). 128 x 256 tiles at one block an SM for
-  // K = 4096 and 2048; 128 x 128 at two blocks an SM for the short K of TP4 w2 (512), where a
-  // block's prologue and epilogue are a large share of its time.
+  // The grouped op's prefill on wgmma: the three configs that won its prefill shapes (M >=
+  // 4096) in a search of the expanded space's 57 on an H200 (2026-12-01, docs/perf-mxfp4.md):
+  // 128 x 256 x 128 tiles at one block an SM, MMA_N 128, with and without MMA_OVERLAP.
   if (routed()) {
-    // (MMA_OVERLAP 0 is its default, left out of the name as in the expanded space.)
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}},
-         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {256}}, {"BLOCK_K", {128}}, {"WARPS", {8}},
-         {"STAGES", {3}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MIN_BLOCKS", {2}}});
-    add({{"WGMMA", {1}}, {"BLOCK_M", {128}}, {"BLOCK_N", {128}}, {"BLOCK_K", {64}}, {"WARPS", {8}},
-         {"STAGES", {3, 4}}, {"SPLIT_K", {1}}, {"MMA_N", {128}}, {"MMA_OVERLAP", {1}}, {"MIN_BLOCKS", {2}}});
+    add_wgmma(128, {256}, {128}, 8, {3}, {{"MMA_N", {128}}});
+    add_wgmma(128, {256}, {128}, 8, {3, 4}, {{"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
   }
   // Prefill: the tiles plain autotune chose on the prefill sets (wide tiles, 4 or 8 warps).
   add({{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},

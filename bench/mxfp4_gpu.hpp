@@ -158,8 +158,8 @@ class Mxfp4GpuOp : public Op {
   /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), 318 configs.
   /// The wgmma family (WGMMA=1: BLOCK_M activation rows, BLOCK_N W rows, 64 per warpgroup tile,
   /// BLOCK_K, WARPS 4 or 8, STAGES, SPLIT_K 1, and optionally MMA_N, MMA_OVERLAP, MIN_BLOCKS):
-  /// in the grouped op's default space six configs for prefill (128 x 256 x 128 with MMA_N 128,
-  /// MMA_OVERLAP 0/1; 128 x 128 x 64 with MMA_N 128, STAGES 3/4, MMA_OVERLAP 0/1, MIN_BLOCKS 2),
+  /// in the grouped op's default space three configs for prefill (128 x 256 x 128 with MMA_N 128:
+  /// STAGES 3, and STAGES 3/4 with MMA_OVERLAP 1),
   /// none in the dense op's default space (its dequantize family is faster there); in both
   /// ops' expanded space 57 configs. The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
