@@ -616,6 +616,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
         cp_async16(base + kc * (BLOCK_M * 16) + r * 16, A + (long long)a_idx[r] * K + k0 + kc * 8, r < row_count ? 16 : 0);
       }
     }
+    // W is staged as in mxfp4_gemm's load_stage. One shared helper for both loops compiled the
+    // default wgmma configs and a tile config to different binaries (nvcc 13.0, 2026-12-01),
+    // which were never timed, so each kernel keeps its own copy until a card times the merge.
     u8* wq_s = base + WG_A_STAGE;
     for (int c = tid; c < WQ_STAGE / 16; c += WARPS * 32) {
       const int t = c / (KA * 16), rest = c % (KA * 16);
