@@ -249,6 +249,13 @@ bool foldscale_from_env() { return kFoldScale.value(); }
 
 namespace {
 
+// The dynamic shared memory a launch of the config's main kernel asks for.
+std::int64_t launch_smem_bytes(const Config& config) {
+  if (is_decode_config(config)) return decode_smem_bytes(config);
+  if (is_wgmma_config(config)) return wgmma_smem_bytes(config);
+  return Tiles(config).smem_bytes();
+}
+
 CompileRequest mxfp4_request(const Config& config, bool moe, bool foldscale, const std::string& arch) {
   CompileRequest req;
   req.source = mxfp4_kernel_source();
@@ -266,6 +273,9 @@ CompileRequest mxfp4_request(const Config& config, bool moe, bool foldscale, con
   for (const auto& [name, value] : config.params()) {
     req.options.push_back("-D" + name + "=" + std::to_string(value));
   }
+  // The kernel checks the launch's figure against its own layout (a static_assert), so that a
+  // change to one side that the other misses fails the compilation instead of a launch.
+  req.options.push_back("-DLAUNCH_SMEM_BYTES=" + std::to_string(launch_smem_bytes(config)));
   return req;
 }
 
@@ -275,15 +285,9 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
   JitBuild build{mxfp4_request(config, moe, foldscale, arch), {}};
   if (is_dequant_config(config)) {
     build.kernels = {JitKernel{"mxfp4_dequant_bf16"}};
-  } else if (is_decode_config(config)) {
-    build.kernels = {JitKernel{"mxfp4_decode", static_cast<int>(decode_smem_bytes(config))},
-                     JitKernel{"mxfp4_splitk_finish"}};
-  } else if (is_wgmma_config(config)) {
-    build.kernels = {JitKernel{"mxfp4_wgmma", static_cast<int>(wgmma_smem_bytes(config))},
-                     JitKernel{"mxfp4_splitk_finish"}};
   } else {
-    build.kernels = {JitKernel{"mxfp4_gemm", static_cast<int>(Tiles(config).smem_bytes())},
-                     JitKernel{"mxfp4_splitk_finish"}};
+    const char* main = is_decode_config(config) ? "mxfp4_decode" : is_wgmma_config(config) ? "mxfp4_wgmma" : "mxfp4_gemm";
+    build.kernels = {JitKernel{main, static_cast<int>(launch_smem_bytes(config))}, JitKernel{"mxfp4_splitk_finish"}};
   }
   return build;
 }

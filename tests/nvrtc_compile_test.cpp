@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <mutex>
@@ -110,6 +111,36 @@ TEST(NvrtcCompile, FailureIsReportedWithTheLogAndNotCached) {
   EXPECT_NE(r.log.find("undeclared"), std::string::npos) << r.log;
   EXPECT_TRUE(fs::is_empty(dir));
   fs::remove_all(dir);
+}
+
+// Each kernel checks the host's dynamic shared memory for its launch against its own layout when
+// it is compiled: the host's figure passes, and the same figure 16 bytes off fails the
+// compilation with the kernel's message, for the decode ring, the tile and the wgmma kernel.
+TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation) {
+  using tunebench::Config;
+  const KernelCompiler compiler(fs::path{});
+  const Config decode{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 4}, {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", 2},
+                      {"SCALE_VOTE", 1}};
+  const Config tile{{"BLOCK_M", 8}, {"BLOCK_N", 64}, {"BLOCK_K", 256}, {"WARPS", 4}, {"WARPS_K", 2}, {"STAGES", 3},
+                    {"SPLIT_K", 1}};
+  const Config wgmma{{"WGMMA", 1}, {"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 64}, {"WARPS", 8}, {"STAGES", 3},
+                     {"SPLIT_K", 1}};
+  for (const auto& config : {decode, tile, wgmma}) {
+    auto build = tunebench::bench::mxfp4_jit_build(config, true, false, "sm_90");
+    const std::string flag = "-DLAUNCH_SMEM_BYTES=";
+    auto& options = build.request.options;
+    const auto it = std::find_if(options.begin(), options.end(), [&](const std::string& o) { return o.rfind(flag, 0) == 0; });
+    ASSERT_NE(it, options.end()) << config.str();
+    const int smem = build.kernels[0].dynamic_smem_bytes;
+    EXPECT_EQ(*it, flag + std::to_string(smem)) << config.str();
+    const auto right = compiler.compile(build.request);
+    EXPECT_TRUE(right.ok) << config.str() << ": " << right.log;
+    *it = flag + std::to_string(smem + 16);
+    const auto off = compiler.compile(build.request);
+    EXPECT_FALSE(off.ok) << config.str();
+    EXPECT_NE(off.log.find("the host's dynamic shared memory for " + build.kernels[0].name), std::string::npos)
+        << config.str() << ": " << off.log;
+  }
 }
 
 // ptxas -v through NVRTC: each entry function's registers, spills, stack and shared memory,

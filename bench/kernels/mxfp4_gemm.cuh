@@ -25,6 +25,10 @@
 // (BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, FOLDSCALE, optional BLOCK_N) it holds mxfp4_decode
 // in place of mxfp4_gemm: both ops' kernel for few rows (below). With -DWGMMA=1 it holds
 // mxfp4_wgmma: both ops' kernel for many rows on sm_90a's warpgroup MMA (below).
+//
+// -DLAUNCH_SMEM_BYTES (optional; bench/mxfp4_gpu.cpp always passes it) is the dynamic shared
+// memory the host will launch the main kernel with; each kernel static_asserts that it equals
+// its own layout's, so the host's mirror of these macros cannot drift unnoticed.
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -307,6 +311,10 @@ __device__ __forceinline__ void group_mma(const uint2 (&q)[UNROLL], const u32 (&
 #else
 #define DECODE_MIN_BLOCKS 1
 #endif
+#ifdef LAUNCH_SMEM_BYTES
+static_assert(LAUNCH_SMEM_BYTES == (STAGES > 0 ? WARPS_K * STAGES * UNROLL * (256 + 16) : 0),
+              "the host's dynamic shared memory for mxfp4_decode is not its ring's");
+#endif
 extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
     mxfp4_decode(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                  u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
@@ -579,6 +587,10 @@ __device__ __forceinline__ void wgmma_rs<256>(float (&d)[128], const u32 (&a)[4]
 #define MIN_BLOCKS 1
 #endif
 #define WG_AHEAD (STAGES - 1 - MMA_OVERLAP)  // K tiles in flight before the one computed
+#ifdef LAUNCH_SMEM_BYTES
+static_assert(LAUNCH_SMEM_BYTES == WG_SMEM_MAIN + 2 * BLOCK_M * sizeof(int),
+              "the host's dynamic shared memory for mxfp4_wgmma is not its pipeline, epilogue and row indices");
+#endif
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     mxfp4_wgmma(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                 u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
@@ -616,9 +628,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
         cp_async16(base + kc * (BLOCK_M * 16) + r * 16, A + (long long)a_idx[r] * K + k0 + kc * 8, r < row_count ? 16 : 0);
       }
     }
-    // W is staged as in mxfp4_gemm's load_stage. One shared helper for both loops compiled the
-    // default wgmma configs and a tile config to different binaries (nvcc 13.0, 2026-12-01),
-    // which were never timed, so each kernel keeps its own copy until a card times the merge.
+    // W is staged as in mxfp4_gemm's load_stage, in a copy of its own: one shared helper for
+    // both loops (and dropping k_begin, always 0 at SPLIT_K 1) compiled the default wgmma
+    // winner and 33 tile cubins to other schedules that ran 1-3% slower on an H200
+    // (2026-12-01, docs/results/ab-stage-helper-prefill-h200-20261201.txt).
     u8* wq_s = base + WG_A_STAGE;
     for (int c = tid; c < WQ_STAGE / 16; c += WARPS * 32) {
       const int t = c / (KA * 16), rest = c % (KA * 16);
@@ -740,6 +753,9 @@ __device__ __forceinline__ void act_fragment(const u16* a_s, int row_tile, int k
                : "r"(smem_addr(p)));
 }
 
+#ifdef LAUNCH_SMEM_BYTES
+static_assert(LAUNCH_SMEM_BYTES == STAGES * STAGE_BYTES, "the host's dynamic shared memory for mxfp4_gemm is not its pipeline's");
+#endif
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     mxfp4_gemm(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
