@@ -366,6 +366,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"WARPS_K", {1, 2, 4, 8, 16}},
            {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      // The warps' sums added by the whole block (BLOCK_REDUCE 1), for the many-warp blocks
+      // where it paid (its default 0 is left out of the name, as BLOCK_N 16 is).
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {8, 16, 32}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
+           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"BLOCK_REDUCE", {1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {8, 16, 32}}, {"UNROLL", {2, 4, 8}},
+           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"BLOCK_REDUCE", {1}}});
     } else {
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
            {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
@@ -373,6 +379,12 @@ std::vector<Config> Mxfp4GpuOp::config_space(SpaceKind kind) const {
            {"STAGES", {2}}, {"SCALE_VOTE", {1}}});
       add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {4, 8, 16}}, {"UNROLL", {2, 4, 8}},
            {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}});
+      // The winners of EP M = 8 and TP4 w13 M = 4..8 with the block adding the warps' sums: 3-5%
+      // and 1-2% faster there (H200, 2026-12-01; slower with WARPS_K 2-4, so not for those).
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {16}}, {"UNROLL", {2, 4}},
+           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}, {"BLOCK_REDUCE", {1}}});
+      add({{"DECODE", {1}}, {"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}}, {"STAGES", {0}},
+           {"SCALE_VOTE", {0}}, {"BLOCK_REDUCE", {1}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -481,6 +493,8 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
                        unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
     const std::int64_t stages = config.get("STAGES"), vote = config.get("SCALE_VOTE");
+    const std::int64_t block_reduce = config.has("BLOCK_REDUCE") ? config.get("BLOCK_REDUCE") : 0;
+    if (block_reduce != 0 && (block_reduce != 1 || warps_k == 1)) return false;
     // Bounds first, so that the products below cannot overflow.
     if (config.get("DECODE") != 1 || (block_m != 8 && block_m != 16) || warps_k < 1 ||
         warps_k > device.max_threads_per_block / 32 || unroll < 1 || unroll > 32 || split_k < 1 ||
@@ -489,8 +503,9 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     const std::int64_t block_n = decode_block_n(config);
     if (block_n != 16 && ((block_n != 32 && block_n != 64) || stages != 0)) return false;
-    // The warps' partial sums: static shared memory, at most 48 KiB.
-    const std::int64_t red_bytes = (warps_k - 1) * 32 * (block_n / 16) * (block_m / 8) * 4 * 4;
+    // The warps' partial sums (all of them with BLOCK_REDUCE, all but warp 0's without): static
+    // shared memory, at most 48 KiB.
+    const std::int64_t red_bytes = (warps_k - 1 + block_reduce) * 32 * (block_n / 16) * (block_m / 8) * 4 * 4;
     return red_bytes <= 48 * 1024 &&
            decode_smem_bytes(config) + red_bytes <= static_cast<std::int64_t>(device.smem_per_block_optin) &&
            shape.m <= kDecodeMaxRows && shape.n % block_n == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;

@@ -84,7 +84,7 @@ int mxfp4_block_threads(const Config& config);
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
 /// for `arch` (e.g. "sm_90"), and the kernels they load from it: for a tile config (BLOCK_M,
 /// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,
-/// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N) mxfp4_decode, for a
+/// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N and BLOCK_REDUCE) mxfp4_decode, for a
 /// wgmma config (WGMMA, BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K, optional MMA_N,
 /// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma, compiled for "sm_90a" when `arch` is "sm_90" (wgmma
 /// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
@@ -150,12 +150,18 @@ class Mxfp4GpuOp : public Op {
   /// >= 1: a per-warp cp.async ring of STAGES groups) and SCALE_VOTE (1: one warp vote per
   /// group selects a scale decode without special cases; the ring always votes), and on the
   /// register path optionally BLOCK_N (32 or 64: W rows per block, 2 or 4 tiles of 16 sharing
-  /// each activation load; absent means 16). Default: BLOCK_M 8, SPLIT_K 1, WARPS_K
+  /// each activation load; absent means 16), and optionally BLOCK_REDUCE (1: the whole block
+  /// adds the WARPS_K warps' sums, same bits; absent or 0: warp 0 adds them; WARPS_K > 1).
+  /// Default: BLOCK_M 8, SPLIT_K 1, WARPS_K
   /// 1/2/4/8/16 x UNROLL 2/4/8 x SCALE_VOTE 0/1 unstaged, WARPS_K 4/16 x UNROLL 2/4 with
-  /// STAGES 2, and BLOCK_N 32 x WARPS_K 4/8/16 x UNROLL 2/4/8 with the vote, 43 configs;
+  /// STAGES 2, BLOCK_N 32 x WARPS_K 4/8/16 x UNROLL 2/4/8 with the vote, and with BLOCK_REDUCE
+  /// 1 BLOCK_N 32 x WARPS_K 16 x UNROLL 2/4 with the vote and WARPS_K 16 x UNROLL 8 without,
+  /// 46 configs;
   /// expanded: BLOCK_M 8/16, WARPS_K 1..32, UNROLL 2/4/8, SPLIT_K 1/2/4 unstaged (both votes),
-  /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, and BLOCK_M 8, SPLIT_K 1, BLOCK_N 32 x WARPS_K
-  /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), 318 configs.
+  /// BLOCK_M 8, SPLIT_K 1 with STAGES 1/2, BLOCK_M 8, SPLIT_K 1, BLOCK_N 32 x WARPS_K
+  /// 1..32 or BLOCK_N 64 x WARPS_K 1..16, x UNROLL 2/4/8 unstaged (both votes), and BLOCK_M 8,
+  /// SPLIT_K 1, BLOCK_N 16/32 x WARPS_K 8/16/32 x UNROLL 2/4/8 unstaged (both votes) with
+  /// BLOCK_REDUCE 1, 354 configs.
   /// The wgmma family (WGMMA=1: BLOCK_M activation rows, BLOCK_N W rows, 64 per warpgroup tile,
   /// BLOCK_K, WARPS 4 or 8, STAGES, SPLIT_K 1, and optionally MMA_N, MMA_OVERLAP, MIN_BLOCKS):
   /// in the grouped op's default space three configs for prefill (128 x 256 x 128 with MMA_N 128:
@@ -171,8 +177,9 @@ class Mxfp4GpuOp : public Op {
   /// its limit. Decode configs: M <= kDecodeMaxRows (tokens, for the grouped op), BLOCK_M 8 or 16,
   /// BLOCK_N 16 (or absent), or 32 or 64 with STAGES 0, N % BLOCK_N == 0,
   /// K % (32 * WARPS_K * UNROLL * SPLIT_K) == 0, WARPS_K * 32 threads within the limit,
-  /// UNROLL <= 32, SPLIT_K <= 64, 0 <= STAGES <= 8, SCALE_VOTE 1 (or 0 with STAGES 0), the
-  /// warps' reduction buffer ((WARPS_K - 1) * 32 * BLOCK_N / 16 * BLOCK_M / 2 * 4 bytes, static
+  /// UNROLL <= 32, SPLIT_K <= 64, 0 <= STAGES <= 8, SCALE_VOTE 1 (or 0 with STAGES 0),
+  /// BLOCK_REDUCE 0 or absent (or 1 with WARPS_K > 1), the warps' reduction buffer
+  /// ((WARPS_K - 1 + BLOCK_REDUCE) * 32 * BLOCK_N / 16 * BLOCK_M / 2 * 4 bytes, static
   /// shared memory) within 48 KiB, and it plus the ring (WARPS_K * STAGES * UNROLL * 272 bytes)
   /// within the opt-in shared memory.
   /// Wgmma configs: M >= kWgmmaMinRows, a device of compute capability 9.0 only, BLOCK_M a multiple of MMA_N (64,

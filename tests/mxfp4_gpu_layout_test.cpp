@@ -226,7 +226,7 @@ TEST(Mxfp4GpuOps, TheExpandedSpaceHoldsEveryDefaultConfigUnderOneName) {
   const tunebench::bench::Mxfp4GemmOp dense(false);
   const tunebench::bench::Mxfp4MoeOp moe(false);
   // The optional axes and the value each takes when absent (the kernel's #ifndef defaults).
-  const std::map<std::string, std::int64_t> implied{{"MMA_N", 64}, {"MMA_OVERLAP", 0}, {"MIN_BLOCKS", 1}};
+  const std::map<std::string, std::int64_t> implied{{"MMA_N", 64}, {"MMA_OVERLAP", 0}, {"MIN_BLOCKS", 1}, {"BLOCK_REDUCE", 0}};
   auto kernel_of = [&](const tunebench::Config& c) {
     std::map<std::string, std::int64_t> params(c.params().begin(), c.params().end());
     if (tunebench::bench::is_decode_config(c) && !params.count("BLOCK_N")) params["BLOCK_N"] = 16;
@@ -327,6 +327,20 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   wide.max_threads_per_block = 2048;
   EXPECT_TRUE(dense.can_implement(too_many, decode, wide));
   EXPECT_FALSE(dense.can_implement(tunebench::Config{{"DECODE", 1}}, decode, dev));  // incomplete: no throw
+  // BLOCK_REDUCE: 0 or 1, and 1 only where there are warps' sums to add (WARPS_K > 1); with 1
+  // the buffer holds every warp's sums, within the 48 KiB of static shared memory.
+  auto reduce = [&](std::int64_t block_n, std::int64_t warps_k, std::int64_t r) {
+    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"BLOCK_N", block_n}, {"WARPS_K", warps_k}, {"UNROLL", 2},
+                             {"SPLIT_K", 1}, {"STAGES", 0}, {"SCALE_VOTE", 1}, {"BLOCK_REDUCE", r}};
+  };
+  const tunebench::Shape ep{"s", "w13", 8, 4096, 4096, 256, 6, std::nullopt};
+  EXPECT_TRUE(dense.can_implement(reduce(32, 16, 1), ep, dev));
+  EXPECT_TRUE(dense.can_implement(reduce(32, 16, 0), ep, dev));
+  EXPECT_FALSE(dense.can_implement(reduce(32, 16, 2), ep, dev));
+  EXPECT_FALSE(dense.can_implement(reduce(32, 1, 1), ep, dev));
+  EXPECT_TRUE(dense.can_implement(reduce(32, 1, 0), ep, dev));
+  EXPECT_TRUE(dense.can_implement(reduce(64, 16, 1), ep, dev));   // 16 x 32 x 16 x 4 = 32 KiB
+  EXPECT_FALSE(dense.can_implement(reduce(64, 32, 1), ep, dev));  // 64 KiB
   // The staged path's rings: 16 warps x 3 slots x 8 atoms x 272 bytes = 104,448 bytes fit the
   // 232,448 of an sm_90 block; 32 warps x 4 slots x 4 atoms = 139,264 fit, x 8 atoms do not.
   const tunebench::Shape deep{"s", "w13", 1, 4096, 8192, 256, 6, std::nullopt};  // K divisible by all three

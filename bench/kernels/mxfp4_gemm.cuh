@@ -238,6 +238,15 @@ __device__ __forceinline__ void store_out(u16* __restrict__ Y, float* __restrict
 #define BLOCK_N 16
 #endif
 #define DNT (BLOCK_N / 16)  // 16-row W tiles per block
+// BLOCK_REDUCE (optional, default 0): how the WARPS_K warps' sums are added. 0: warp 0 adds the
+// others' to its own, a chain of (WARPS_K - 1) x DNT x DMT x 4 shared loads and adds a lane;
+// 1: every thread of the block adds one or a few of the outputs, in the same order (the same
+// bits). 1 also frees warp 0's registers of the epilogue: the BLOCK_N 32, WARPS_K 16, UNROLL 2
+// config takes 52 registers instead of 64, and EP M = 8 runs 3-5% faster; with few warps
+// (WARPS_K 2-4) it was 1-5% slower (H200, 2026-12-01, docs/perf-mxfp4.md).
+#ifndef BLOCK_REDUCE
+#define BLOCK_REDUCE 0
+#endif
 #if STAGES > 0 && DNT != 1
 #error "the decode kernel's ring (STAGES >= 1) takes one W tile per block (BLOCK_N 16)"
 #endif
@@ -320,7 +329,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
                  u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
                  const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                  const int* __restrict__ out_rows) {
-  __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 : 1][32][DNT * DMT * 4];
+  constexpr int ACC = DNT * DMT * 4;  // a lane's accumulators
+  __shared__ float red[WARPS_K > 1 ? WARPS_K - 1 + BLOCK_REDUCE : 1][32][ACC];
   const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const BlockRows br = block_rows(tiles, rows);
   const int expert = br.expert, row0 = br.row0, row_count = br.count;
@@ -424,7 +434,31 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
   }
 #endif
 
+  // C fragment: c0, c1 at W row g, activation rows 2t + {0,1}; c2, c3 at W row g + 8.
+#if WARPS_K > 1 && BLOCK_REDUCE
+  // The warps' sums meet in shared memory and the whole block adds them, each thread one or a
+  // few of the 32 x ACC outputs, in the order of the warps (so the bits are those of one warp
+  // adding the others' in turn, below).
+#pragma unroll
+  for (int j = 0; j < DNT; ++j)
+#pragma unroll
+    for (int m = 0; m < DMT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[wk][lane][(j * DMT + m) * 4 + i] = acc[j][m][i];
+  __syncthreads();
+  for (int o = threadIdx.x; o < 32 * ACC; o += WARPS_K * 32) {
+    const int l = o / ACC, e = o % ACC, j = e / (DMT * 4), m = e / 4 % DMT, i = e % 4;
+    const int r = m * 8 + 2 * (l & 3) + (i & 1);
+    if (r >= row_count) continue;
+    float v = red[0][l][e];
+#pragma unroll
+    for (int w = 1; w < WARPS_K; ++w) v += red[w][l][e];
+    const int n = (blockIdx.x * DNT + j) * 16 + (l >> 2) + (i >> 1) * 8;
+    store_out(Y, Yacc, y_row(out_rows, row0, r) * N + n, v);
+  }
+#else
 #if WARPS_K > 1
+  // Warp 0 adds the other warps' sums to its own, one warp at a time.
   if (wk > 0) {
 #pragma unroll
     for (int j = 0; j < DNT; ++j)
@@ -444,8 +478,6 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[j][m][i] += red[w][lane][(j * DMT + m) * 4 + i];
 #endif
-
-  // C fragment: c0, c1 at W row g, activation rows 2t + {0,1}; c2, c3 at W row g + 8.
 #pragma unroll
   for (int j = 0; j < DNT; ++j) {
     const int n = (blockIdx.x * DNT + j) * 16 + g;
@@ -458,6 +490,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_K * 32, DECODE_MIN_BLOCKS)
       }
     }
   }
+#endif
 }
 
 #elif !DEQUANT_ONLY
