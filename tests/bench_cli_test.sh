@@ -377,6 +377,12 @@ expect_error 2 "--benchmark_min_time='100x': expected plain seconds, e.g. 0.5" "
   --benchmark_min_time=100x
 [ "$(grep -c . "$work/err")" -eq 1 ] || fail "--benchmark_min_time=100x printed more than one line: $(cat "$work/err")"
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--benchmark_min_time=100x left a run directory"
+# A time unit Google Benchmark 1.7.1 would answer with its usage text and exit status 0.
+runs_before=$(ls "$work/runs" | wc -l)
+expect_error 2 "--benchmark_time_unit='fortnight': expected ns, us, ms or s" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_time_unit=fortnight
+[ "$(grep -c . "$work/err")" -eq 1 ] || fail "--benchmark_time_unit=fortnight printed more than one line: $(cat "$work/err")"
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--benchmark_time_unit=fortnight left a run directory"
 # Control characters in a value or a path are escaped: the one-line error stays one line.
 expect_error 2 "TUNEBENCH_SEED='1\n\x1b[31m2': expected a non-negative integer" env TUNEBENCH_SEED=$'1\n\e[31m2' "$bench"
 [ "$(wc -l <"$work/err")" -eq 1 ] || fail "a seed with a newline printed $(wc -l <"$work/err") lines: $(cat -A "$work/err")"

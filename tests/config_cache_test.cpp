@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tunebench/cache/config_cache.hpp"
 
@@ -373,6 +374,23 @@ TEST_F(ConfigCacheTest, AFolderIsRefusedNotMovedAside) {
   EXPECT_THROW(ConfigCache(dir_ / "folder"), tunebench::cache::SqliteError);
   EXPECT_TRUE(fs::is_directory(dir_ / "folder" / "kernels"));
   EXPECT_EQ(count_aside(dir_), 0u);
+}
+
+// A device such as /dev/null is refused before SQLite opens it, so nothing (no -journal, no
+// -wal) is made beside it.
+TEST_F(ConfigCacheTest, ADeviceIsRefusedAndNothingIsMadeBesideIt) {
+  std::vector<bool> before;
+  for (const char* suffix : {"-journal", "-wal", "-shm"}) before.push_back(fs::exists(std::string("/dev/null") + suffix));
+  try {
+    ConfigCache cache("/dev/null");
+    FAIL() << "/dev/null was opened as a cache";
+  } catch (const tunebench::cache::SqliteError& e) {
+    EXPECT_NE(std::string(e.what()).find("config cache /dev/null: is not a regular file"), std::string::npos) << e.what();
+  }
+  int i = 0;
+  for (const char* suffix : {"-journal", "-wal", "-shm"}) {
+    EXPECT_EQ(fs::exists(std::string("/dev/null") + suffix), before[i++]) << suffix;
+  }
 }
 
 TEST_F(ConfigCacheTest, TwoCorruptFilesInOneSecondAreBothKept) {

@@ -160,6 +160,11 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
     throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
   }
   ec.clear();  // is_directory of a file not yet made sets it: not an error of the folder
+  // A device, pipe or socket (/dev/null, say): SQLite would make its journal beside it.
+  if (fs::exists(path_, ec) && !fs::is_regular_file(path_, ec)) {
+    throw SqliteError("config cache " + path_.string() + ": is not a regular file, expected a file", SQLITE_CANTOPEN);
+  }
+  ec.clear();
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec) {
     throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),

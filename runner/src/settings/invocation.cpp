@@ -49,6 +49,7 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   }
   check_repetitions();
   check_min_time();
+  check_time_unit();
   filter_given_ = has_flag("--benchmark_filter");
   listing_ = has_flag("--benchmark_list_tests");
   help_ = has_flag("--help");  // Google Benchmark prints its usage and exits inside Initialize
@@ -91,6 +92,20 @@ void Invocation::check_min_time() const {
       throw std::invalid_argument("--benchmark_min_time='" + std::string(v) +
                                   "': expected plain seconds, e.g. 0.5 (Google Benchmark 1.7.1 takes no iteration "
                                   "count 'Nx' and no 's' suffix)");
+    }
+  }
+}
+
+// Google Benchmark 1.7.1 answers any other unit with its usage text and exit status 0, after
+// bench has made the run directory.
+void Invocation::check_time_unit() const {
+  constexpr std::string_view flag = "--benchmark_time_unit=";
+  for (const char* arg : args_) {
+    const std::string_view a = arg;
+    if (a.substr(0, flag.size()) != flag) continue;
+    const std::string_view v = a.substr(flag.size());
+    if (v != "ns" && v != "us" && v != "ms" && v != "s") {
+      throw std::invalid_argument("--benchmark_time_unit='" + std::string(v) + "': expected ns, us, ms or s");
     }
   }
 }

@@ -18,8 +18,9 @@ class Invocation {
   /// std::invalid_argument (one line) for a bad tunebench flag or variable, a
   /// --benchmark_format / --benchmark_out_format other than console, json or csv (Google
   /// Benchmark would answer it with its usage text and exit status 0), a
-  /// --benchmark_repetitions that is not 1 to 100000, or a --benchmark_min_time that is not
-  /// plain seconds (Google Benchmark 1.8's "100x" or "1s").
+  /// --benchmark_repetitions that is not 1 to 100000, a --benchmark_min_time that is not
+  /// plain seconds (Google Benchmark 1.8's "100x" or "1s"), or a --benchmark_time_unit other
+  /// than ns, us, ms or s (Google Benchmark would print its usage and exit with status 0).
   Invocation(int argc, char** argv, const std::filesystem::path& default_shapes);
 
   const Settings& settings() const { return settings_; }
@@ -64,6 +65,7 @@ class Invocation {
   bool has_flag(const std::string& flag) const;
   void check_repetitions() const;
   void check_min_time() const;
+  void check_time_unit() const;
   Settings settings_;
   std::vector<std::string> original_args_, command_;
   bool listing_ = false, help_ = false, filter_given_ = false, console_ = true, tabular_ = false;

@@ -92,7 +92,8 @@ class ConfigCache {
   /// write (store, erase) throw it with code SQLITE_READONLY, before writing anything, when the
   /// file is read_only().
   ///
-  /// Opens or creates the cache at `path`. Throws SqliteError when even a fresh file cannot be
+  /// Opens or creates the cache at `path`. Throws SqliteError when `path` is a folder or not a
+  /// regular file (a device such as /dev/null, a pipe), when even a fresh file cannot be
   /// created there (e.g. the folder is not writable), and, with OnDamage::kThrow, when the file
   /// is not a usable tunebench cache.
   explicit ConfigCache(const std::filesystem::path& path, OnDamage on_damage = OnDamage::kMoveAside,
