@@ -200,11 +200,20 @@ set +e; BENCH="$bench" "$here/../scripts/ab_test.sh" X 0 1 --benchmark_out="$wor
 # scripts/compare_results.sh checks both inputs first: one line naming the file, exit 2.
 echo '{"benchmarks": [' >"$work/cut.json"
 echo '[1, 2]' >"$work/list.json"
-for bad in "$work/none.json" "$work/cut.json" "$work/list.json" "$work"; do
+# Entries compare.py would die on: a time that is not a number, no name, a NaN time.
+echo '{"benchmarks": [{"name": "x", "run_type": "iteration", "real_time": "abc", "cpu_time": 1}]}' >"$work/strtime.json"
+echo '{"benchmarks": [{"run_type": "iteration", "real_time": 1, "cpu_time": 1}]}' >"$work/noname.json"
+echo '{"benchmarks": [{"name": "x", "run_type": "iteration", "real_time": NaN, "cpu_time": 1}]}' >"$work/nan.json"
+for bad in "$work/none.json" "$work/cut.json" "$work/list.json" "$work" "$work/strtime.json" "$work/noname.json" \
+  "$work/nan.json"; do
   set +e; "$here/../scripts/compare_results.sh" "$work/a.json" "$bad" >/dev/null 2>"$work/cmp.err"; rc=$?; set -e
   [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/cmp.err")" -eq 1 ] && grep -q "^compare_results: $bad: .*expected a Google Benchmark JSON file" \
     "$work/cmp.err" || fail "compare_results.sh on $bad: rc $rc $(cat "$work/cmp.err")"
 done
+echo '{"benchmarks": []}' >"$work/empty.json"
+set +e; "$here/../scripts/compare_results.sh" "$work/a.json" "$work/empty.json" >/dev/null 2>"$work/cmp.err"; rc=$?; set -e
+[ "$rc" -eq 1 ] && grep -q "holds no benchmarks: nothing to compare" "$work/cmp.err" \
+  || fail "compare_results.sh on an empty list: rc $rc $(cat "$work/cmp.err")"
 
 # USE_FLAGTUNE=1 sweeps the expanded space even for a key a plain sweep answered.
 USE_FLAGTUNE=1 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
