@@ -140,6 +140,19 @@ PY
     || fail "replay of the unrunnable config $bad did not tune live: $(cat "$work/bad.console")"
   grep -q '"source": "tuned"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "config replacing $bad not recorded as tuned"
 done
+# A recorded config holding control characters is quoted escaped: one line, no terminal codes.
+/usr/bin/python3 - "$record/configs.json" "$work/bad-run/configs.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["configs"][0]["config"] = "BLOCK_N=16\x1b[31m\nBLOCK_K=128"
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+set +e; REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  --benchmark_min_time=0.01 >"$work/bad.console" 2>"$work/bad.err"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "replay of a config with control characters exited $rc: $(cat "$work/bad.err")"
+grep -qF "replayed config 'BLOCK_N=16\x1b[31m\nBLOCK_K=128' of $first" "$work/bad.err" \
+  || fail "a replayed config's control characters were not escaped: $(cat -A "$work/bad.err")"
+! grep -q $'\e' "$work/bad.err" || fail "an escape character reached the terminal: $(cat -A "$work/bad.err")"
 
 sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
 mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"

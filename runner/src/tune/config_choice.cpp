@@ -2,6 +2,8 @@
 
 #include "tune/config_choice.hpp"
 
+#include "common/one_line.hpp"
+
 #include <algorithm>
 #include <iostream>
 #include <mutex>
@@ -83,7 +85,7 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   std::string why;
   const std::optional<Config> config = runnable_config(family, best->config, context, &why);
   if (!config) {
-    if (unusable) *unusable = "cached config '" + best->config + "' of " + family.name + " is not one this op can run";
+    if (unusable) *unusable = "cached config '" + escape_controls(best->config) + "' of " + family.name + " is not one this op can run";
     return std::nullopt;
   }
   if (context.tune.space == SpaceKind::kExpanded) {
@@ -194,10 +196,10 @@ Config replay_fallback(const Family& family, const RunContext& context, OpTiming
     marker = "compile_" + op.name() + "_no_evict";
     detail = std::string("eviction failed: ") + e.what();
   }
-  std::string one_line = what;
-  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
-  std::cerr << "bench: [" << marker << "] replayed config '" << bad << "' of " << family.name << " (from "
-            << context.replay_source << ") " << one_line << "; " << detail << "; tuning the key live\n";
+  // A config string from a file (configs.json) may hold anything: escaped, the line stays one.
+  std::cerr << "bench: [" << marker << "] replayed config '" << escape_controls(bad) << "' of " << family.name
+            << " (from " << escape_controls(context.replay_source) << ") " << escape_controls(what) << "; "
+            << escape_controls(detail) << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
   const Config config = choose_config(family, context, timing.run_timer(), &live).first;
   std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
