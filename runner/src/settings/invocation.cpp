@@ -61,14 +61,20 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   argc_ = static_cast<int>(args_.size()) - 1;
 }
 
+std::vector<std::string_view> Invocation::values_of(std::string_view flag) const {
+  std::vector<std::string_view> values;
+  for (const char* arg : args_) {
+    const std::string_view a = arg;
+    if (a.substr(0, flag.size()) == flag) values.push_back(a.substr(flag.size()));
+  }
+  return values;
+}
+
 // Google Benchmark 1.7.1 takes any int and then fails inside (a negative count reserves a huge
 // vector, a huge one runs out of memory), after the run directory holds partial files.
 void Invocation::check_repetitions() const {
-  constexpr std::string_view flag = "--benchmark_repetitions=";
-  for (const char* arg : args_) {
-    const std::string_view a = arg;
-    if (a.substr(0, flag.size()) != flag) continue;
-    const std::string v(a.substr(flag.size()));
+  for (const std::string_view value : values_of("--benchmark_repetitions=")) {
+    const std::string v(value);
     const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
     const long n = digits ? std::stol(v) : 0;
     if (!digits || n < 1 || n > 100000) {
@@ -81,11 +87,7 @@ void Invocation::check_repetitions() const {
 // answers anything else with two lines of its own. from_chars reads the "C" form (a '.' point)
 // whatever the process's locale.
 void Invocation::check_min_time() const {
-  constexpr std::string_view flag = "--benchmark_min_time=";
-  for (const char* arg : args_) {
-    const std::string_view a = arg;
-    if (a.substr(0, flag.size()) != flag) continue;
-    const std::string_view v = a.substr(flag.size());
+  for (const std::string_view v : values_of("--benchmark_min_time=")) {
     double seconds = -1;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
     if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !std::isfinite(seconds) || seconds < 0) {
@@ -99,11 +101,7 @@ void Invocation::check_min_time() const {
 // Google Benchmark 1.7.1 answers any other unit with its usage text and exit status 0, after
 // bench has made the run directory.
 void Invocation::check_time_unit() const {
-  constexpr std::string_view flag = "--benchmark_time_unit=";
-  for (const char* arg : args_) {
-    const std::string_view a = arg;
-    if (a.substr(0, flag.size()) != flag) continue;
-    const std::string_view v = a.substr(flag.size());
+  for (const std::string_view v : values_of("--benchmark_time_unit=")) {
     if (v != "ns" && v != "us" && v != "ms" && v != "s") {
       throw std::invalid_argument("--benchmark_time_unit='" + std::string(v) + "': expected ns, us, ms or s");
     }

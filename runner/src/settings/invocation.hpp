@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "settings/settings.hpp"
@@ -63,6 +64,8 @@ class Invocation {
 
  private:
   bool has_flag(const std::string& flag) const;
+  /// The values of every argument "<flag>value" (flag ends with '='), in order.
+  std::vector<std::string_view> values_of(std::string_view flag) const;
   void check_repetitions() const;
   void check_min_time() const;
   void check_time_unit() const;
