@@ -662,9 +662,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
       }
     }
     // W is staged as in mxfp4_gemm's load_stage, in a copy of its own: one shared helper for
-    // both loops (and dropping k_begin, always 0 at SPLIT_K 1) compiled the default wgmma
-    // winner and 33 tile cubins to other schedules that ran 1-3% slower on an H200
-    // (2026-12-01, docs/results/ab-stage-helper-prefill-h200-20261201.txt).
+    // both loops (and dropping k_begin, always 0 at SPLIT_K 1) compiled the grouped op's
+    // M = 4096 winner and 33 tile cubins to other schedules, which ran up to 2.7% and 3.3%
+    // slower on an H200 (2026-12-01, docs/results/ab-stage-helper-prefill-h200-20261201.txt).
     u8* wq_s = base + WG_A_STAGE;
     for (int c = tid; c < WQ_STAGE / 16; c += WARPS * 32) {
       const int t = c / (KA * 16), rest = c % (KA * 16);
