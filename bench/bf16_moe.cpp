@@ -1,5 +1,6 @@
 #include "bf16_moe.hpp"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cublaslt_gemm.hpp"
 #include "inputs.hpp"
 #include "mxfp4.hpp"
 #include "mxfp4_gpu.hpp"
@@ -80,7 +82,9 @@ struct Bf16MoeWorkload final : Workload {
   DeviceBuffer a_sorted, y;
   std::vector<MoeRoutingState> routings;
   CublasHandle handle;
-  DeviceBuffer workspace;
+  std::shared_ptr<const DeviceBuffer> workspace;  // cuBLAS's and every per-expert GEMM's
+  // PER_EXPERT=1: one cuBLASLt GEMM per distinct token count, over every routing.
+  std::map<int, std::unique_ptr<const CublasLtGemm>> lt_by_count;
   std::size_t calls = 0;
   std::size_t variants() const override { return routings.size(); }
   std::vector<std::uint16_t> out;  // Y in pair order, of the last check
@@ -128,13 +132,47 @@ std::int64_t merge_counts(const Config& config) {
   return v;
 }
 
+// The per-expert GEMMs' states, made for every routing's counts before the first launch, so
+// later runs (graph captures among them) never allocate.
+void make_per_expert(Bf16MoeWorkload& w) {
+  if (!w.lt_by_count.empty()) return;
+  for (const auto& r : w.routings) {
+    for (const auto& g : r.groups) {
+      auto& lt = w.lt_by_count[g.count];
+      if (!lt) lt = std::make_unique<const CublasLtGemm>(g.count, w.shape.n, w.shape.k, "bf16_moe", w.workspace);
+    }
+  }
+}
+
+std::int64_t per_expert_algo(const Config& config) {
+  const std::int64_t algo = config.get("ALGO");
+  if (algo < 0) throw std::invalid_argument("bf16_moe: ALGO=" + std::to_string(algo) + ", expected >= 0");
+  return algo;
+}
+
+// One cublasLtMatmul per active expert: Y_sorted_e[count, N] = A_sorted_e[count, K] . W_e^T.
+void launch_per_expert(Bf16MoeWorkload& w, std::size_t routing, std::int64_t algo, cudaStream_t stream) {
+  make_per_expert(w);
+  const auto* wbase = w.w->as<const std::uint16_t>();
+  for (const auto& g : w.routings[routing].groups) {
+    const CublasLtGemm& lt = *w.lt_by_count.at(g.count);
+    if (lt.algos() == 0) {
+      throw std::runtime_error("bf16_moe: cuBLASLt offered no algorithm for " + std::to_string(g.count) +
+                               " rows, N=" + std::to_string(w.shape.n) + " K=" + std::to_string(w.shape.k));
+    }
+    lt.run(std::min<std::int64_t>(algo, lt.algos() - 1), wbase + static_cast<std::int64_t>(g.expert) * w.shape.n * w.shape.k,
+           w.a_sorted.as<const std::uint16_t>() + static_cast<std::int64_t>(g.first) * w.shape.k,
+           w.y.as<std::uint16_t>() + static_cast<std::int64_t>(g.first) * w.shape.n, stream);
+  }
+}
+
 GroupedCall& call_for(Bf16MoeWorkload& w, MoeRoutingState& r, std::int64_t merge) {
   auto it = r.calls.find(merge);
   if (it != r.calls.end()) return it->second;
   return r.calls[merge] = make_call(w, r.groups, merge == 1);
 }
 
-void launch(Bf16MoeWorkload& w, std::size_t routing, std::int64_t merge, cudaStream_t stream) {
+void launch_grouped(Bf16MoeWorkload& w, std::size_t routing, std::int64_t merge, cudaStream_t stream) {
   for (auto& r : w.routings) call_for(w, r, merge);  // every routing's arrays before any launch
   GroupedCall& c = call_for(w, w.routings[routing], merge);
   cublas_check(cublasSetStream(w.handle.get(), stream), "cublasSetStream");
@@ -145,6 +183,16 @@ void launch(Bf16MoeWorkload& w, std::size_t routing, std::int64_t merge, cudaStr
                    c.c_ptrs.as<void* const>(), CUDA_R_16BF, c.ldc.data(), static_cast<int>(c.group_size.size()),
                    c.group_size.data(), CUBLAS_COMPUTE_32F),
                "cublasGemmGroupedBatchedEx");
+}
+
+bool per_expert(const Config& config) { return config.has("PER_EXPERT") && config.get("PER_EXPERT") == 1; }
+
+void launch(Bf16MoeWorkload& w, std::size_t routing, const Config& config, cudaStream_t stream) {
+  if (per_expert(config)) {
+    launch_per_expert(w, routing, per_expert_algo(config), stream);
+  } else {
+    launch_grouped(w, routing, merge_counts(config), stream);
+  }
 }
 
 }  // namespace
@@ -159,15 +207,27 @@ std::string Bf16MoeOp::kernel_version() const {
   cublasGetProperty(MAJOR_VERSION, &major);
   cublasGetProperty(MINOR_VERSION, &minor);
   cublasGetProperty(PATCH_LEVEL, &patch);
-  return "cublas-" + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  const std::string v = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  return "cublas-" + v + ",cublaslt-" + std::to_string(cublasLtGetVersion());
 }
 
-std::vector<Config> Bf16MoeOp::config_space(SpaceKind) const { return cartesian_product({{"MERGE_COUNTS", {0, 1}}}); }
+std::vector<Config> Bf16MoeOp::config_space(SpaceKind) const {
+  std::vector<Config> space = cartesian_product({{"MERGE_COUNTS", {0, 1}}});
+  for (const Config& c : cartesian_product({{"PER_EXPERT", {1}}, {"ALGO", {0, 1, 2, 3}}})) space.push_back(c);
+  return space;
+}
 
 bool Bf16MoeOp::can_implement(const Config& config, const Shape& shape, const DeviceInfo&) const {
+  if (shape.m * shape.top_k >= (std::int64_t{1} << 31)) return false;
+  if (config.has("PER_EXPERT")) {
+    // cuBLASLt's operands must be 256-byte aligned: every expert's rows of A_sorted and
+    // Y_sorted, and every W_e, start at a multiple of K or N BF16 elements.
+    return config.get("PER_EXPERT") == 1 && config.has("ALGO") && config.get("ALGO") >= 0 &&
+           config.get("ALGO") < kPerExpertAlgos && shape.n % 128 == 0 && shape.k % 128 == 0;
+  }
   if (!config.has("MERGE_COUNTS")) return false;
   const std::int64_t v = config.get("MERGE_COUNTS");
-  return (v == 0 || v == 1) && shape.m * shape.top_k < (std::int64_t{1} << 31);
+  return v == 0 || v == 1;
 }
 
 std::unique_ptr<Workload> Bf16MoeOp::prepare(const Shape& shape, std::uint64_t seed) const {
@@ -207,8 +267,8 @@ std::unique_ptr<Workload> Bf16MoeOp::prepare(const Shape& shape, std::uint64_t s
   cublasHandle_t h = nullptr;
   cublas_check(cublasCreate(&h), "cublasCreate");
   w->handle.reset(h);
-  w->workspace = DeviceBuffer(kWorkspaceBytes);
-  cublas_check(cublasSetWorkspace(h, w->workspace.get(), w->workspace.bytes()), "cublasSetWorkspace");
+  w->workspace = std::make_shared<const DeviceBuffer>(kWorkspaceBytes);
+  cublas_check(cublasSetWorkspace(h, w->workspace->get(), w->workspace->bytes()), "cublasSetWorkspace");
   // run() enqueues on non-blocking streams, which do not wait for the legacy stream the
   // uploads above went to.
   TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -217,16 +277,14 @@ std::unique_ptr<Workload> Bf16MoeOp::prepare(const Shape& shape, std::uint64_t s
 
 void Bf16MoeOp::run(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<Bf16MoeWorkload&>(work);
-  const std::int64_t merge = merge_counts(config);
-  launch(w, w.calls++ % w.routings.size(), merge, stream);
+  launch(w, w.calls++ % w.routings.size(), config, stream);
 }
 
 CheckResult Bf16MoeOp::check(Workload& work, const Config& config, cudaStream_t stream) const {
   auto& w = dynamic_cast<Bf16MoeWorkload&>(work);
   const Shape& s = w.shape;
-  const std::int64_t merge = merge_counts(config);
   TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y.get(), 0xFF, w.y.bytes(), stream));  // BF16 NaN
-  launch(w, 0, merge, stream);
+  launch(w, 0, config, stream);
   std::vector<std::uint16_t> y(static_cast<std::size_t>(w.pairs * s.n));
   TUNEBENCH_CUDA_CHECK(cudaMemcpyAsync(y.data(), w.y.get(), y.size() * 2, cudaMemcpyDeviceToHost, stream));
   TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -1,7 +1,8 @@
 #pragma once
 // The BF16 grouped-GEMM baseline of mxfp4_moe: what a user would run instead of the MXFP4
 // grouped kernel, the routed experts' weights dequantized to BF16 ahead of time and multiplied
-// by cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx). mxfp4_moe must beat it.
+// by cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx) or by one cuBLASLt GEMM per active
+// expert, whichever the autotuner finds faster for the shape. mxfp4_moe must beat it.
 
 #include <cstdint>
 #include <memory>
@@ -46,15 +47,25 @@ GroupedGemmPlan plan_grouped_gemm(const std::vector<ExpertGroup>& groups, bool m
 /// inside its kernel, are not timed, which favours the baseline. A_sorted is routing 0's
 /// permutation for every routing (values do not change the time; one buffer instead of 8).
 ///
-/// Per call one cublasGemmGroupedBatchedEx over the active experts: in cuBLAS's column-major
+/// MERGE_COUNTS configs: per call one cublasGemmGroupedBatchedEx over the active experts: in cuBLAS's column-major
 /// terms expert e computes Y_sorted_e^T[N, count] = op(W_e) . A_sorted_e^T with W_e stored as
 /// K x N (ld K, transa T), A_sorted_e as K x count (ld K, transb N) and Y_sorted_e as N x count
 /// (ld N). All E experts' BF16 weights live on the device, so the routings' experts come cold
 /// from HBM at small M, as mxfp4_moe's do.
 ///
+/// PER_EXPERT configs: per call one cublasLtMatmul per active expert, in expert order on the
+/// stream, Y_sorted_e[count, N] = A_sorted_e[count, K] . W_e^T (CublasLtGemm of M = count; one
+/// per distinct count, sharing the op's workspace). The grouped API picks one kernel for
+/// problems of every size and reached 206-279 TFLOP/s at prefill on an H200 where dense
+/// cuBLASLt reaches 700+, so a user with large expert groups would call cuBLASLt per expert;
+/// time is the sum of the launches' kernel times, so the launch gaps between experts are not
+/// counted, which favours the baseline.
+///
 /// Config: MERGE_COUNTS, how the problems are grouped (plan_grouped_gemm): 0, one group per
 /// expert; 1, experts with equal token counts in one group. The grouped API offers no algorithm
-/// choice; the grouping is what it lets one choose. The same 2 configs in both spaces.
+/// choice; the grouping is what it lets one choose. Or PER_EXPERT=1,ALGO=a: each expert's GEMM
+/// runs the a-th of the algorithms cuBLASLt's heuristic offers for its row count (its last one
+/// where it offers fewer), a < kPerExpertAlgos. The same 6 configs in both spaces.
 ///
 /// flops = 2 * M * top_k * N * K; bytes = moe_bytes(shape, 2): the expected active experts'
 /// BF16 weights, A and Y, the least traffic of the problem (A counted as mxfp4_moe counts it).
@@ -65,6 +76,8 @@ class Bf16MoeOp final : public Op {
   /// Workspace given to cuBLAS (cublasSetWorkspace), bytes (32 MiB): set once, so no call
   /// allocates.
   static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+  /// ALGO values of the PER_EXPERT configs: 0 .. kPerExpertAlgos - 1.
+  static constexpr std::int64_t kPerExpertAlgos = 4;
 
   Bf16MoeOp();
   ~Bf16MoeOp() override;
@@ -79,12 +92,15 @@ class Bf16MoeOp final : public Op {
   bool routed() const override { return true; }
   /// K a multiple of 32 and the MoE geometry, as mxfp4_moe (mxfp4::shape_rules(true)).
   ShapeRules shape_rules() const override;
-  /// "cublas-<cublasGetProperty major.minor.patch>": the grouped GEMM changes with the library.
+  /// "cublas-<cublasGetProperty major.minor.patch>,cublaslt-<cublasLtGetVersion()>": the
+  /// kernels change with the libraries.
   std::string kernel_version() const override;
-  /// MERGE_COUNTS = 0, 1 for both kinds.
+  /// MERGE_COUNTS = 0, 1, then PER_EXPERT=1,ALGO = 0 .. kPerExpertAlgos - 1, for both kinds.
   std::vector<Config> config_space(SpaceKind kind) const override;
-  /// MERGE_COUNTS 0 or 1 and M * top_k < 2^31 (cuBLAS's int counts and the routing's pair
-  /// indices); false, never an exception, for a config lacking it.
+  /// M * top_k < 2^31 (cuBLAS's int counts and the routing's pair indices) and either
+  /// MERGE_COUNTS 0 or 1, or PER_EXPERT=1 with 0 <= ALGO < kPerExpertAlgos and N, K multiples of
+  /// 128 (cuBLASLt's 256-byte operand alignment at every expert's rows); false, never an
+  /// exception, for any other config.
   bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const override;
 
   /// Makes the routings, A (host, kept for check()) and A_sorted, Y_sorted and the weights on
@@ -94,11 +110,14 @@ class Bf16MoeOp final : public Op {
   /// the cuBLAS call and status for cuBLAS failures.
   std::unique_ptr<Workload> prepare(const Shape& shape, std::uint64_t seed) const override;
 
-  /// Enqueues one cublasGemmGroupedBatchedEx for the next routing on `stream` (its plan and
-  /// device pointer arrays made on the first run of a MERGE_COUNTS, for every routing, so later
-  /// runs never allocate). Throws ConfigError if `config` has no MERGE_COUNTS,
-  /// std::invalid_argument if it is not 0 or 1, std::runtime_error naming the status if cuBLAS
-  /// fails. `work` must come from this op's prepare() (std::bad_cast otherwise).
+  /// Enqueues the next routing's GEMMs on `stream`: one cublasGemmGroupedBatchedEx (its plan
+  /// and device pointer arrays made on the first run of a MERGE_COUNTS, for every routing), or
+  /// with PER_EXPERT=1 one cublasLtMatmul per active expert (the cuBLASLt states made on the
+  /// first such run, for every routing's counts), so later runs never allocate. Throws
+  /// ConfigError if `config` has neither MERGE_COUNTS nor PER_EXPERT=1 with ALGO,
+  /// std::invalid_argument for MERGE_COUNTS not 0 or 1 or a negative ALGO, std::runtime_error
+  /// naming the status if cuBLAS(Lt) fails or cuBLASLt offers no algorithm for a count. `work`
+  /// must come from this op's prepare() (std::bad_cast otherwise).
   void run(Workload& work, const Config& config, cudaStream_t stream) const override;
 
   /// Fills Y_sorted with 0xFF bytes (BF16 NaN), runs routing 0 once with `config`, and

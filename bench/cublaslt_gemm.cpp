@@ -51,6 +51,12 @@ using Layout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, La
 using Preference =
     std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
 
+const std::shared_ptr<const DeviceBuffer>& non_null(const std::shared_ptr<const DeviceBuffer>& workspace,
+                                                    const std::string& who) {
+  if (!workspace) throw std::invalid_argument(who + ": CublasLtGemm given a null shared workspace");
+  return workspace;
+}
+
 }  // namespace
 
 struct CublasLtGemm::State {
@@ -60,7 +66,7 @@ struct CublasLtGemm::State {
   Desc desc;
   Layout a_layout, b_layout, d_layout;
   std::vector<cublasLtMatmulHeuristicResult_t> algos;
-  DeviceBuffer workspace;
+  std::shared_ptr<const DeviceBuffer> workspace;
 
   Layout make_layout(std::uint64_t rows, std::uint64_t cols, std::int64_t ld) const {
     cublasLtMatrixLayout_t l = nullptr;
@@ -70,6 +76,14 @@ struct CublasLtGemm::State {
 };
 
 CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who)
+    : CublasLtGemm(m, n, k, std::move(who), kMaxWorkspaceBytes, nullptr) {}
+
+CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who,
+                           std::shared_ptr<const DeviceBuffer> workspace)
+    : CublasLtGemm(m, n, k, who, non_null(workspace, who)->bytes(), workspace) {}
+
+CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who, std::size_t max_ws,
+                           std::shared_ptr<const DeviceBuffer> shared)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.who = std::move(who);
@@ -97,7 +111,6 @@ CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::
   cublasLtMatmulPreference_t pref_raw = nullptr;
   lt_check(cublasLtMatmulPreferenceCreate(&pref_raw), s.who, "cublasLtMatmulPreferenceCreate");
   const Preference pref(pref_raw);
-  const std::size_t max_ws = kMaxWorkspaceBytes;
   lt_check(cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                                 sizeof max_ws),
            s.who, "cublasLtMatmulPreferenceSetAttribute");
@@ -117,7 +130,7 @@ CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::
     s.algos.push_back(r);
     ws = std::max(ws, r.workspaceSize);
   }
-  s.workspace = DeviceBuffer(ws);
+  s.workspace = shared ? std::move(shared) : std::make_shared<const DeviceBuffer>(ws);
 }
 
 CublasLtGemm::~CublasLtGemm() = default;
@@ -139,7 +152,7 @@ void CublasLtGemm::run(std::int64_t algo, const void* w, const void* x, void* y,
   const float alpha = 1.0f, beta = 0.0f;
   lt_check(cublasLtMatmul(s.handle.get(), s.desc.get(), &alpha, w, s.a_layout.get(), x, s.b_layout.get(), &beta, y,
                           s.d_layout.get(), y, s.d_layout.get(), &s.algos[static_cast<std::size_t>(algo)].algo,
-                          s.workspace.get(), s.workspace.bytes(), stream),
+                          s.workspace->get(), s.workspace->bytes(), stream),
            s.who, "cublasLtMatmul");
 }
 

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "tunebench/cuda.hpp"
+
 namespace tunebench::bench {
 
 /// Y[M,N] (BF16, row-major) = X[M,K] (BF16, row-major) . W[N,K]^T (BF16, row-major) through
@@ -35,6 +37,13 @@ class CublasLtGemm {
   /// the cuBLASLt call and status, CudaError for the workspace allocation. No algorithm fitting
   /// (CUBLAS_STATUS_NOT_SUPPORTED) is not an error: algos() is then 0.
   CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who);
+  /// The same, but every run uses `workspace` (device memory the caller keeps alive and never
+  /// uses concurrently with this GEMM's runs) and the heuristic picks among the algorithms that
+  /// fit in its bytes(): many shapes run one after the other on one stream (a grouped GEMM
+  /// as one call per group) then share one allocation. Throws std::invalid_argument for a null
+  /// `workspace`, and what the other constructor throws.
+  CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who,
+               std::shared_ptr<const DeviceBuffer> workspace);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -49,6 +58,8 @@ class CublasLtGemm {
   void run(std::int64_t algo, const void* w, const void* x, void* y, cudaStream_t stream) const;
 
  private:
+  CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::string who, std::size_t max_workspace,
+               std::shared_ptr<const DeviceBuffer> shared_workspace);
   struct State;
   std::unique_ptr<State> state_;
 };

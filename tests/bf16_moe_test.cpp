@@ -171,13 +171,24 @@ TEST(Bf16Moe, DescribesItselfAndIsMxfp4MoesBaseline) {
   EXPECT_EQ(op.kernel_version().rfind("cublas-", 0), 0u) << op.kernel_version();
   const auto space = op.config_space(tunebench::SpaceKind::kDefault);
   EXPECT_EQ(space, op.config_space(tunebench::SpaceKind::kExpanded));
-  ASSERT_EQ(space.size(), 2u);
+  EXPECT_NE(op.kernel_version().find(",cublaslt-"), std::string::npos) << op.kernel_version();
+  ASSERT_EQ(space.size(), 6u);
   EXPECT_EQ(space[0].str(), "MERGE_COUNTS=0");
   EXPECT_EQ(space[1].str(), "MERGE_COUNTS=1");
+  for (std::size_t i = 2; i < space.size(); ++i) {
+    EXPECT_EQ(space[i].str(), "PER_EXPERT=1,ALGO=" + std::to_string(i - 2));
+  }
   const tunebench::DeviceInfo dev;
   for (const auto& c : space) EXPECT_TRUE(op.can_implement(c, moe_shape(16384), dev));
   EXPECT_FALSE(op.can_implement(Config{{"MERGE_COUNTS", 2}}, moe_shape(8), dev));
   EXPECT_FALSE(op.can_implement(Config{{"ALGO", 0}}, moe_shape(8), dev));
+  EXPECT_FALSE(op.can_implement(Config{{"PER_EXPERT", 1}, {"ALGO", Bf16MoeOp::kPerExpertAlgos}}, moe_shape(8), dev));
+  EXPECT_FALSE(op.can_implement(Config{{"PER_EXPERT", 0}, {"ALGO", 0}}, moe_shape(8), dev));
+  // cuBLASLt needs every expert's rows 256-byte aligned: N and K multiples of 128.
+  Shape odd = moe_shape(8);
+  odd.k = 2048 + 32;
+  EXPECT_FALSE(op.can_implement(Config{{"PER_EXPERT", 1}, {"ALGO", 0}}, odd, dev));
+  EXPECT_TRUE(op.can_implement(Config{{"MERGE_COUNTS", 0}}, odd, dev));
   EXPECT_EQ(Mxfp4MoeOp(false).baseline(), "bf16_moe");
 }
 
