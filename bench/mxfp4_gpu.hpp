@@ -1,14 +1,18 @@
 #pragma once
-// The MXFP4 GPU ops: mxfp4_gemm (dense) and mxfp4_moe (grouped routed experts), one CUDA
-// kernel (bench/kernels/mxfp4_gemm.cuh) compiled per config with NVRTC.
+// The MXFP4 GPU ops: mxfp4_gemm (dense) and mxfp4_moe (grouped routed experts), their configs
+// in four kernel families (bench/mxfp4_kernel_axes.hpp), each a kernel file of bench/kernels/
+// compiled per config with NVRTC.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "gemm_cost.hpp"
+#include "kernel_source.hpp"
 #include "mxfp4.hpp"
+#include "mxfp4_kernel_axes.hpp"
 #include "tunebench/nvrtc.hpp"
 #include "tunebench/op.hpp"
 
@@ -45,8 +49,15 @@ mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* sca
 /// multiplies by the folded scale instead). For tests of the layout and of FOLDSCALE.
 float kernel_decode(const PackedMxfp4& w, std::int64_t r, std::int64_t c, bool folded);
 
-/// The embedded kernel source (bench/kernels/mxfp4_gemm.cuh).
-const std::string& mxfp4_kernel_source();
+/// The translation unit NVRTC compiles for `family`: its kernel file (bench/kernels/) with the
+/// embedded headers it includes inlined (flatten_includes).
+const std::string& mxfp4_kernel_source(Mxfp4Family family);
+
+/// The MXFP4 ops' kernel version for kernel files `files` (mxfp4_kernel_files() in a build):
+/// "mxfp4-" and a hash of every family's translation unit without comments and blank lines
+/// (without_comments), so an edit of comments keeps the cached tuning and any edit of code
+/// retunes. Throws std::logic_error if a family's file or one it includes is missing.
+std::string mxfp4_kernel_version(const KernelFiles& files);
 
 /// Whether `config` belongs to mxfp4_gemm's dequantize-then-cuBLASLt family (it has the
 /// parameter DEQUANT_BF16) rather than to the tile configs of the fused kernel.
@@ -58,7 +69,7 @@ bool is_dequant_config(const Config& config);
 bool is_decode_config(const Config& config);
 
 /// Whether `config` belongs to the wgmma family (it has the parameter WGMMA): the mxfp4_wgmma
-/// kernel for many rows on sm_90a (bench/kernels/mxfp4_gemm.cuh), both ops.
+/// kernel for many rows on sm_90a (bench/kernels/mxfp4_wgmma.cuh), both ops.
 bool is_wgmma_config(const Config& config);
 
 /// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
@@ -90,8 +101,10 @@ int mxfp4_block_threads(const Config& config);
 /// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
 /// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config
 /// the dequantization kernel mxfp4_dequant_bf16 alone (one binary for every ALGO; `moe` is
-/// ignored). Every config parameter becomes a -D define. Throws ConfigError for a config
-/// lacking a parameter its kernel's shared memory depends on.
+/// ignored). The source is the family's kernel file (mxfp4_kernel_source); every compiled axis of the
+/// family becomes a -D define (KernelFamily::defines: an optional axis the config leaves out at its
+/// fallback). Throws ConfigError for a config lacking a required axis of its family or having a
+/// parameter outside them.
 JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const std::string& arch);
 
 /// Compiles mxfp4_jit_build's request for `config` through `compiler`'s cache (needs only the
@@ -124,7 +137,7 @@ class Mxfp4GpuOp : public Op {
   /// mxfp4::shape_rules(routed()): K a multiple of 32, the MXFP4 block; mxfp4_moe needs the
   /// MoE geometry.
   ShapeRules shape_rules() const override { return mxfp4::shape_rules(routed()); }
-  /// A hash of bench/kernels/mxfp4_gemm.cuh (FOLDSCALE is not part of it).
+  /// mxfp4_kernel_version of the embedded kernel files (FOLDSCALE is not part of it).
   std::string kernel_version() const override;
   /// Smallest M the dequantize-then-cuBLASLt configs run at: below it the GEMM is bound by the
   /// weights' bytes, and writing and rereading W as BF16 (4 bytes per weight against 0.53)
@@ -170,6 +183,8 @@ class Mxfp4GpuOp : public Op {
   /// ops' expanded space 57 configs. The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
+  /// Built once per op and kind (the same list on every call): each list of the code goes through
+  /// its family's axes (KernelFamily::space).
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
   /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
@@ -220,6 +235,10 @@ class Mxfp4GpuOp : public Op {
   std::uint8_t scale_lo_, scale_hi_;
 
  private:
+  std::vector<Config> make_config_space(SpaceKind kind) const;
+
+  mutable std::once_flag space_once_[2];   // default, expanded
+  mutable std::vector<Config> space_[2];
   JitKernelCache jit_;  // keyed by jit_config(config): every ALGO shares one dequantize kernel
 };
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 runs=${1:-30}
 here=$(cd "$(dirname "$0")/.." && pwd)
-harness=${PERF_HARNESS:-$here/build/bench/perf_harness}
+harness=${PERF_HARNESS:-$here/build/tools/perf_harness}
 ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 [ -x "$harness" ] || { echo "ncu_check: no perf_harness at $harness (build first: scripts/build.sh)" >&2; exit 2; }
 [ -x "$ncu" ] || { echo "ncu_check: ncu not found (set NCU=/path/to/ncu)" >&2; exit 2; }

@@ -20,7 +20,7 @@ fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build}
 bench=$build/bench/bench
-perf=$build/bench/perf_sweep
+perf=$build/tools/perf_sweep
 for b in "$bench" "$perf"; do
   [ -x "$b" ] || { echo "perf_sweep: no $b (build first: scripts/build.sh; BUILD=DIR names another build folder)" >&2; exit 2; }
 done
