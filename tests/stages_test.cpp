@@ -9,6 +9,7 @@
 
 #include "cpu_mxfp4_gemm.hpp"
 #include "plan/selection.hpp"
+#include "run/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "settings_from_env.hpp"
 #include "sweep/sweep_stage.hpp"
@@ -157,4 +158,18 @@ TEST(SweepStage, TheExecutorFollowsTheSettings) {
   EXPECT_EQ(tunebench::choose_executor(s, untuned, none, {"bench", {}})->name(), "parallel warmup");
   s.visible_devices = "6";
   EXPECT_THROW(tunebench::choose_executor(s, untuned, none, {"bench", {}}), std::invalid_argument);
+}
+
+// A strategy name that did not come through the settings row (a caller's own Settings) is
+// refused in one line by the context's checked lookup, not dereferenced.
+TEST(Context, AStrategyTheTableLacksIsOneLineError) {
+  const tunebench::OpList ops{std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
+  auto s = tunebench::testing::settings_from_env();
+  s.sweep = "fastest";
+  try {
+    tunebench::make_context(s, tunebench::GpuProbe{0, "no device"}, ops, true);
+    FAIL() << "no error for an unknown strategy";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "TUNEBENCH_SWEEP='fastest': expected race or full");
+  }
 }
