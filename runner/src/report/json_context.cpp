@@ -10,6 +10,7 @@
 #include "cuda/gpu_clock.hpp"
 #include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
 #include "tunebench/version.hpp"
 
 namespace tunebench {

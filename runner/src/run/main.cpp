@@ -22,7 +22,8 @@
 #include "run/benchmark_body.hpp"
 #include "run/context_setup.hpp"
 #include "settings/invocation.hpp"
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "sweep/sweep_stage.hpp"
 
 namespace tunebench {

@@ -66,7 +66,7 @@ struct Settings {
   std::string tmp_var, tmp_dir;
   FaultInjection fault;
   /// The MPI launcher's variables that are set (OMPI_COMM_WORLD_SIZE, SLURM_PROCID, ...), name ->
-  /// value, each a non-negative integer below 2^31 (sweep/mpi_session.hpp reads them).
+  /// value, each a non-negative integer below 2^31 (sweep/mpi/mpi_session.hpp reads them).
   std::map<std::string, std::string> launcher;
   /// Internal: --tunebench_shard=I:FILE makes this process shard I of a sweep.
   int shard = -1;

@@ -12,9 +12,9 @@
 
 #include "common/plural.hpp"
 #include "sweep/child_start.hpp"
-#include "sweep/executor.hpp"
-#include "sweep/mpi_child.hpp"
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_child.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "tune/config_choice.hpp"
 
 namespace tunebench {
@@ -128,7 +128,10 @@ class Coordinator {
         const Family& f = *k_.keys[i];
         const auto known = context_.cache->measurements(cache_key(*f.op, f.shape, context_));
         if (s.rank == 0) {
-          if (!local || local->exited()) local = std::make_unique<RankChild>(dir, generation_++, mpi_.device(), "rank 0", launch);
+          if (!local || local->exited()) {
+            local = std::make_unique<RankChild>(dir, generation_++, rank_child_devices(mpi_.device(), settings_),
+                                                "rank 0", launch);
+          }
           local->feed(f, known, context_);
           continue;
         }
