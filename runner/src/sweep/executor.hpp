@@ -1,7 +1,8 @@
 #pragma once
 // Sweep executors: where the keys of a sweep are tuned. The sweep stage (sweep_stage.hpp) picks
-// one and runs its rounds; a new way to run shards (MPI ranks on other hosts, say) is a new
-// executor in this folder.
+// one in choose_executor and runs its rounds; each executor describes itself (its summary on
+// stderr, its entries of the JSON context), so a new way to run shards is a new executor in this
+// folder and its case in choose_executor.
 
 #include <memory>
 #include <string>
@@ -43,12 +44,27 @@ struct SweepReport {
   std::vector<Shard> per_shard;
 };
 
+/// One entry of the "context" of Google Benchmark's output (benchmark::AddCustomContext).
+struct ContextEntry {
+  std::string name;   ///< "parallel_warmup_keys"
+  std::string value;  ///< numbers in the "C" form (c_number)
+  bool operator==(const ContextEntry& o) const { return name == o.name && value == o.value; }
+};
+
 /// Where keys are swept.
 class SweepExecutor {
  public:
   virtual ~SweepExecutor() = default;
-  /// For messages and the JSON context: "isolated sweep", "parallel warmup".
+  /// For messages: "isolated sweep", "parallel warmup", "MPI sweep".
   virtual std::string name() const = 0;
+  /// What the sweep did, for people: the lines (each "bench: ...\n") the sweep stage prints on
+  /// stderr once its rounds are done, before the cost line every executor shares. `report` is
+  /// the rounds' figures added up. Only asked of an executor that sweeps up front.
+  virtual std::string summary(const SweepReport& report) const = 0;
+  /// What the sweep did, for the JSON context: this executor's own entries, written by the sweep
+  /// stage beside the figures every sweep has (tunebench_sweep_*; sweep_context). Only asked of
+  /// an executor that sweeps up front.
+  virtual std::vector<ContextEntry> context_entries(const SweepReport& report) const = 0;
   /// Whether sweep() tunes up front. The in-process executor does not: each key is tuned right
   /// before its own benchmark's timing loop, on the workload that loop then times.
   virtual bool sweeps_up_front() const = 0;
@@ -64,6 +80,9 @@ class InProcessExecutor final : public SweepExecutor {
   std::string name() const override { return "in-process sweep"; }
   bool sweeps_up_front() const override { return false; }
   SweepReport sweep(const std::vector<const Family*>&, RunContext&, bool) override { return {}; }
+  /// Nothing: each key's sweep is part of its benchmark (and of its config's record).
+  std::string summary(const SweepReport&) const override { return ""; }
+  std::vector<ContextEntry> context_entries(const SweepReport&) const override { return {}; }
 };
 
 /// How child processes of this binary are started.
@@ -98,6 +117,11 @@ class ChildProcessExecutor final : public SweepExecutor {
   bool sweeps_up_front() const override { return true; }
   /// Throws std::invalid_argument when TMPDIR is not a writable folder.
   SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
+  /// Isolated: one line of keys, seconds, tuned and failed children. Parallel: sharded_summary.
+  std::string summary(const SweepReport& report) const override;
+  /// Isolated: tunebench_isolated_sweep_{keys,seconds}. Parallel: parallel_warmup_{gpus,keys,
+  /// seconds,disagreements,disagreeing_keys,retimed_keys,changed_winners,shard_devices}.
+  std::vector<ContextEntry> context_entries(const SweepReport& report) const override;
 
  private:
   int shards_;

@@ -33,11 +33,13 @@ class MpiExecutor final : public SweepExecutor {
   std::string name() const override { return "MPI sweep"; }
   bool sweeps_up_front() const override { return true; }
   SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
-  /// Rank i's host, device entry and GPU UUID ("host 0 (GPU-...)"), for the JSON context.
-  const std::vector<std::string>& rank_devices() const { return rank_devices_; }
-  /// Ranks refused at construction or lost in a sweep.
-  const std::vector<int>& refused() const { return refused_; }
-  const std::vector<int>& lost() const { return lost_; }
+  /// sharded_summary, of ranks and their workers.
+  std::string summary(const SweepReport& report) const override;
+  /// Which rank swept on which host and card, which ranks were refused or lost, and the sweep's
+  /// figures: mpi_ranks, mpi_rank_devices (rank i's host, device entry and GPU UUID: "0=host 0
+  /// (GPU-...)"), mpi_refused_ranks, mpi_lost_ranks, mpi_sweep_{keys,seconds},
+  /// mpi_retimed_keys, mpi_changed_winners.
+  std::vector<ContextEntry> context_entries(const SweepReport& report) const override;
 
  private:
   MpiSession& mpi_;
