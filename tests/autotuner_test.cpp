@@ -534,11 +534,16 @@ TEST(Race, AnUnknownStrategyIsOneLineListingTheTablesNames) {
     FAIL() << "no error for an unknown strategy";
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
-    EXPECT_EQ(what, "TUNEBENCH_SWEEP='fastest': expected race or full");
+    EXPECT_EQ(what, "TUNEBENCH_SWEEP='fastest': expected " + tunebench::sweep_strategy_choices());
     EXPECT_EQ(what.find('\n'), std::string::npos);
     for (const auto& row : tunebench::sweep_strategy_table()) EXPECT_NE(what.find(row.name), std::string::npos);
   }
-  EXPECT_EQ(tunebench::sweep_strategy_choices(), "race or full");
+  // "race, ... or <last>", in the table's order.
+  const auto& table = tunebench::sweep_strategy_table();
+  const std::string choices = tunebench::sweep_strategy_choices();
+  EXPECT_EQ(choices.rfind(std::string(table.front().name) + (table.size() > 2 ? ", " : " or "), 0), 0u) << choices;
+  const std::string last = std::string(" or ") + table.back().name;
+  EXPECT_EQ(choices.substr(choices.size() - last.size()), last) << choices;
 }
 
 TEST(Race, FullSweepBatchesAConfigsRunsAndReportsFinalists) {

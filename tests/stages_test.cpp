@@ -171,7 +171,7 @@ TEST(Context, AStrategyTheTableLacksIsOneLineError) {
     tunebench::make_context(s, tunebench::GpuProbe{0, "no device"}, ops, true);
     FAIL() << "no error for an unknown strategy";
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "TUNEBENCH_SWEEP='fastest': expected race or full");
+    EXPECT_EQ(std::string(e.what()), "TUNEBENCH_SWEEP='fastest': expected " + tunebench::sweep_strategy_choices());
   }
 }
 
