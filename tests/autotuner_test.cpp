@@ -11,6 +11,7 @@
 #include "settings_from_env.hpp"
 #include "tune/autotuner.hpp"
 #include "tune/sweep_strategy.hpp"
+#include "tune/sweep_strategy_table.hpp"
 #include "tunebench/nvrtc.hpp"
 #include "timing/timer.hpp"
 
@@ -514,6 +515,35 @@ TEST(Race, StrategiesByName) {
   EXPECT_EQ((*tunebench::strategy_named("race"))->name(), "race");
   EXPECT_EQ((*tunebench::strategy_named("full"))->name(), "full");
   EXPECT_FALSE(tunebench::strategy_named("fastest"));
+}
+
+TEST(Race, EachRowOfTheStrategyTableMakesTheStrategyItNames) {
+  const auto& table = tunebench::sweep_strategy_table();
+  ASSERT_GE(table.size(), 2u);
+  EXPECT_EQ(tunebench::default_sweep_strategy(), "race");
+  for (const auto& row : table) {
+    EXPECT_EQ(row.make()->name(), row.name);
+    EXPECT_EQ(tunebench::sweep_strategy(row.name, "TUNEBENCH_SWEEP")->name(), row.name);
+  }
+}
+
+// The checked lookup: one line naming where the name came from and every name of the table.
+TEST(Race, AnUnknownStrategyIsOneLineListingTheTablesNames) {
+  try {
+    tunebench::sweep_strategy("fastest", "TUNEBENCH_SWEEP");
+    FAIL() << "no error for an unknown strategy";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what, "TUNEBENCH_SWEEP='fastest': expected " + tunebench::sweep_strategy_choices());
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+    for (const auto& row : tunebench::sweep_strategy_table()) EXPECT_NE(what.find(row.name), std::string::npos);
+  }
+  // "race, ... or <last>", in the table's order.
+  const auto& table = tunebench::sweep_strategy_table();
+  const std::string choices = tunebench::sweep_strategy_choices();
+  EXPECT_EQ(choices.rfind(std::string(table.front().name) + (table.size() > 2 ? ", " : " or "), 0), 0u) << choices;
+  const std::string last = std::string(" or ") + table.back().name;
+  EXPECT_EQ(choices.substr(choices.size() - last.size()), last) << choices;
 }
 
 TEST(Race, FullSweepBatchesAConfigsRunsAndReportsFinalists) {

@@ -1,12 +1,14 @@
-// The launcher's variables and a rank's GPU, read before MPI starts (sweep/mpi_session.hpp): no
+// The launcher's variables and a rank's GPU, read before MPI starts (sweep/mpi/mpi_session.hpp): no
 // MPI library or launcher needed.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_child.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 
 namespace {
 
@@ -59,3 +61,22 @@ TEST(MpiLaunch, EachLocalRankGetsItsOwnEntryAndNoneIsShared) {
 }
 
 }  // namespace
+
+// A rank's sweep child runs on the rank's entry, else on the devices the settings table read:
+// not on whatever CUDA_VISIBLE_DEVICES says by the time the child starts.
+TEST(MpiLaunch, ARanksChildGetsItsEntryElseTheSettingsDevices) {
+  tunebench::Settings s;
+  s.visible_devices = "3,4";
+  const char* was = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string saved = was ? was : "";
+  ::setenv("CUDA_VISIBLE_DEVICES", "9", 1);
+  EXPECT_EQ(tunebench::rank_child_devices("5", s), "5");
+  EXPECT_EQ(tunebench::rank_child_devices("", s), "3,4");
+  s.visible_devices.reset();
+  EXPECT_EQ(tunebench::rank_child_devices("", s), "");  // no entry: the child sees no GPU, as its rank
+  if (was) {
+    ::setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
+  } else {
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+  }
+}

@@ -174,3 +174,53 @@ TEST(Settings, FaultsAndOpSwitchesAreParsedAtStart) {
   EXPECT_THROW(tunebench::OpSwitch("lower_case", "help"), std::invalid_argument);
   EXPECT_THROW(tunebench::OpSwitch("FLAGGEMS_MXFP4_FOLDSCALE", "again"), std::invalid_argument);
 }
+
+// The rows' fields are named in the table; this pins what each kind of row says of itself.
+TEST(Settings, RowsKeepTheirNamedFields) {
+  const auto table = tunebench::settings_table();
+  const auto row = [&](const std::string& env, const std::string& flag) {
+    const auto it = std::find_if(table.begin(), table.end(), [&](const tunebench::SettingSpec& r) {
+      return (!env.empty() && r.env == env) || (!flag.empty() && r.flag == flag);
+    });
+    EXPECT_NE(it, table.end()) << env << flag;
+    return it == table.end() ? tunebench::SettingSpec{} : *it;
+  };
+  const auto runs = row("TUNEBENCH_RUNS", "");
+  EXPECT_EQ(runs.flag, "--tunebench_runs");
+  EXPECT_EQ(runs.flag_value, "DIR");
+  EXPECT_TRUE(runs.empty_is_unset && runs.documented && runs.manifest);
+  const auto seed = row("TUNEBENCH_SEED", "");
+  EXPECT_FALSE(seed.empty_is_unset);
+  EXPECT_TRUE(seed.documented && seed.manifest && seed.parse);
+  const auto fault = row("TUNEBENCH_FAULT_INJECT", "");  // a test switch: recorded, not in the README
+  EXPECT_FALSE(fault.documented);
+  EXPECT_TRUE(fault.manifest);
+  const auto tmp = row("TMPDIR", "");  // where scratch goes: neither
+  EXPECT_TRUE(tmp.empty_is_unset);
+  EXPECT_FALSE(tmp.documented || tmp.manifest);
+  const auto home = row("HOME", "");
+  EXPECT_FALSE(home.documented || home.manifest || home.parse);
+  const auto shard = row("", "--tunebench_shard");
+  EXPECT_TRUE(shard.env.empty());
+  EXPECT_FALSE(shard.documented || shard.manifest);
+  const auto fold = row("FLAGGEMS_MXFP4_FOLDSCALE", "");  // an op's switch
+  EXPECT_EQ(fold.purpose, "op");
+  EXPECT_TRUE(fold.documented && fold.manifest && fold.parse);
+}
+
+// TUNEBENCH_SWEEP takes its values, its help and its default from the strategy table.
+TEST(Settings, TheSweepRowReadsTheStrategyTable) {
+  const auto table = tunebench::settings_table();
+  const auto sweep = std::find_if(table.begin(), table.end(),
+                                  [](const tunebench::SettingSpec& r) { return r.env == "TUNEBENCH_SWEEP"; });
+  ASSERT_NE(sweep, table.end());
+  for (const auto& s : tunebench::sweep_strategy_table()) {
+    EXPECT_NE(sweep->help.find(std::string("`") + s.name + "` " + s.help), std::string::npos) << s.name;
+    ::setenv("TUNEBENCH_SWEEP", s.name, 1);
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").sweep, s.name);
+  }
+  ::unsetenv("TUNEBENCH_SWEEP");
+  EXPECT_EQ(sweep->default_text, "`" + tunebench::default_sweep_strategy() + "`");
+  EXPECT_EQ(tunebench::Settings{}.sweep, tunebench::sweep_strategy_table().front().name);
+}

@@ -9,6 +9,7 @@
 
 #include "cpu_mxfp4_gemm.hpp"
 #include "plan/selection.hpp"
+#include "run/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "settings_from_env.hpp"
 #include "sweep/sweep_stage.hpp"
@@ -145,16 +146,124 @@ TEST(SweepStage, TheExecutorFollowsTheSettings) {
   const auto families = tunebench::make_families(ops, {tiny_set("mine")});
   const std::vector<const tunebench::Family*> untuned{&families[0]};
   const tunebench::GpuProbe none{0, "no device"};
+  const tunebench::RunContext context;
   auto s = tunebench::testing::settings_from_env();
   s.warmup_gpus = 1;
   s.isolate_sweep = tunebench::IsolateSweep::kAuto;  // host keys only: in bench itself
-  EXPECT_FALSE(tunebench::choose_executor(s, untuned, none, {"bench", {}})->sweeps_up_front());
+  EXPECT_FALSE(tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}})->sweeps_up_front());
   s.isolate_sweep = tunebench::IsolateSweep::kAlways;
-  const auto isolated = tunebench::choose_executor(s, untuned, none, {"bench", {}});
+  const auto isolated = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});
   EXPECT_EQ(isolated->name(), "isolated sweep");
   s.warmup_gpus = 2;
   s.visible_devices = "6,7";
-  EXPECT_EQ(tunebench::choose_executor(s, untuned, none, {"bench", {}})->name(), "parallel warmup");
+  EXPECT_EQ(tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}})->name(), "parallel warmup");
   s.visible_devices = "6";
-  EXPECT_THROW(tunebench::choose_executor(s, untuned, none, {"bench", {}}), std::invalid_argument);
+  EXPECT_THROW(tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}}), std::invalid_argument);
+}
+
+// A strategy name that did not come through the settings row (a caller's own Settings) is
+// refused in one line by the context's checked lookup, not dereferenced.
+TEST(Context, AStrategyTheTableLacksIsOneLineError) {
+  const tunebench::OpList ops{std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
+  auto s = tunebench::testing::settings_from_env();
+  s.sweep = "fastest";
+  try {
+    tunebench::make_context(s, tunebench::GpuProbe{0, "no device"}, ops, true);
+    FAIL() << "no error for an unknown strategy";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "TUNEBENCH_SWEEP='fastest': expected " + tunebench::sweep_strategy_choices());
+  }
+}
+
+namespace {
+
+// An executor the runner has never heard of: the sweep stage prints its summary and writes its
+// context entries as it gives them, with no name compared and no cast.
+class ToyExecutor final : public tunebench::SweepExecutor {
+ public:
+  std::string name() const override { return "toy sweep"; }
+  bool sweeps_up_front() const override { return true; }
+  tunebench::SweepReport sweep(const std::vector<const tunebench::Family*>&, tunebench::RunContext&, bool) override {
+    tunebench::SweepReport r;
+    r.keys = 3;
+    r.shards = 7;
+    r.seconds = 2.5;
+    r.kernel_s = 1;
+    r.worker_s = 4;
+    return r;
+  }
+  std::string summary(const tunebench::SweepReport& r) const override {
+    return "bench: toy sweep: " + std::to_string(r.keys) + " keys on " + std::to_string(r.shards) + " toys\n";
+  }
+  std::vector<tunebench::ContextEntry> context_entries(const tunebench::SweepReport& r) const override {
+    return {{"toy_sweep_keys", std::to_string(r.keys)}, {"toy_sweep_toys", std::to_string(r.shards)}};
+  }
+};
+
+}  // namespace
+
+TEST(SweepStage, AnExecutorDescribesItself) {
+  ToyExecutor toy;
+  tunebench::RunContext context;
+  auto s = tunebench::testing::settings_from_env();
+  s.sweep = "full";
+  s.warmup_gpus = 2;  // what the parallel warmup's figures used to be chosen by
+  ::testing::internal::CaptureStderr();
+  const auto report = tunebench::run_sweep_stage(toy, {}, {}, tunebench::BenchmarkFilter(""), context, s);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(report.keys, 3);
+  EXPECT_EQ(err.rfind("bench: toy sweep: 3 keys on 7 toys\nbench: sweep (full): 1.0 s kernel time in 4.0 s", 0), 0u)
+      << err;
+  EXPECT_EQ(err.find("parallel warmup"), std::string::npos) << err;
+  const auto entries = tunebench::sweep_context(toy, report, s);
+  const std::vector<tunebench::ContextEntry> expected{{"tunebench_sweep_strategy", "full"},
+                                                      {"tunebench_sweep_seconds", "2.500000"},
+                                                      {"tunebench_sweep_compile_seconds", "0.000000"},
+                                                      {"tunebench_sweep_kernel_seconds", "1.000000"},
+                                                      {"tunebench_sweep_worker_seconds", "4.000000"},
+                                                      {"tunebench_sweep_busy_fraction", "0.250000"},
+                                                      {"tunebench_sweep_timed_runs", "0"},
+                                                      {"tunebench_sweep_configs_dropped", "0"},
+                                                      {"toy_sweep_keys", "3"},
+                                                      {"toy_sweep_toys", "7"}};
+  EXPECT_EQ(entries, expected);
+}
+
+// The in-process sweep has nothing to say but the strategy; the child-process executors say
+// what the README lists, chosen by what they are rather than by the settings.
+TEST(SweepStage, TheChildProcessExecutorsDescribeThemselves) {
+  const tunebench::OpList ops{std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
+  const auto families = tunebench::make_families(ops, {tiny_set("mine")});
+  const std::vector<const tunebench::Family*> untuned{&families[0]};
+  const tunebench::GpuProbe none{0, "no device"};
+  const tunebench::RunContext context;
+  auto s = tunebench::testing::settings_from_env();
+  s.warmup_gpus = 1;
+  s.isolate_sweep = tunebench::IsolateSweep::kNever;
+  tunebench::SweepReport w;
+  w.keys = 4;
+  w.shards = 2;
+  w.tuned = 4;
+  w.seconds = 3.25;
+  w.per_shard = {{3, 1.5, 2.5, "6"}, {1, 0.5, 2, "7"}};
+  const auto in_process = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});
+  EXPECT_EQ(tunebench::sweep_context(*in_process, w, s),
+            (std::vector<tunebench::ContextEntry>{{"tunebench_sweep_strategy", s.sweep}}));
+  s.isolate_sweep = tunebench::IsolateSweep::kAlways;
+  const auto isolated = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});
+  EXPECT_EQ(isolated->summary(w), "bench: isolated sweep: 4 keys in a child process in 3.2 s, 4 tuned, 0 child processes failed\n");
+  EXPECT_EQ(isolated->context_entries(w), (std::vector<tunebench::ContextEntry>{
+                                              {"tunebench_isolated_sweep_keys", "4"},
+                                              {"tunebench_isolated_sweep_seconds", "3.250000"}}));
+  s.warmup_gpus = 2;
+  s.visible_devices = "6,7";
+  const auto parallel = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});
+  EXPECT_EQ(parallel->summary(w),
+            "bench: parallel warmup: 4 keys on 2 shards in 3.2 s, 4 tuned, 0 shards failed, 0 disagreements\n"
+            "bench: parallel warmup shard 0: 3 keys, 1.5 s tuning in 2.5 s\n"
+            "bench: parallel warmup shard 1: 1 key, 0.5 s tuning in 2.0 s\n");
+  const auto entries = parallel->context_entries(w);
+  ASSERT_EQ(entries.size(), 8u);
+  EXPECT_EQ(entries.front(), (tunebench::ContextEntry{"parallel_warmup_gpus", "2"}));
+  EXPECT_EQ(entries.back(), (tunebench::ContextEntry{"parallel_warmup_shard_devices", "0=6, 1=7"}));
 }

@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "common/c_numbers.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
@@ -44,27 +43,6 @@ void add_gpu_context(const RunContext& c, const OpList& ops) {
   benchmark::AddCustomContext("roofline_peaks", peaks);
 }
 
-// Which rank swept on which host and card, and which ranks were refused or lost.
-void add_mpi_context(const MpiExecutor& mpi, const SweepReport& w) {
-  const auto list = [](const std::vector<int>& ranks) {
-    std::string out;
-    for (const int r : ranks) out += (out.empty() ? "" : " ") + std::to_string(r);
-    return out;
-  };
-  std::string devices;
-  for (std::size_t i = 0; i < mpi.rank_devices().size(); ++i) {
-    devices += (i ? ", " : "") + std::to_string(i) + "=" + mpi.rank_devices()[i];
-  }
-  benchmark::AddCustomContext("mpi_ranks", std::to_string(mpi.rank_devices().size()));
-  benchmark::AddCustomContext("mpi_rank_devices", devices);
-  benchmark::AddCustomContext("mpi_refused_ranks", list(mpi.refused()));
-  benchmark::AddCustomContext("mpi_lost_ranks", list(mpi.lost()));
-  benchmark::AddCustomContext("mpi_sweep_keys", std::to_string(w.keys));
-  benchmark::AddCustomContext("mpi_sweep_seconds", c_number(w.seconds));
-  benchmark::AddCustomContext("mpi_retimed_keys", std::to_string(w.retimed));
-  benchmark::AddCustomContext("mpi_changed_winners", std::to_string(w.changed));
-}
-
 std::string this_host() {
   char name[256] = {};
   return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
@@ -80,42 +58,6 @@ void add_run_context(const RunContext& context, const Settings& settings, const 
   benchmark::AddCustomContext("tunebench_host", this_host());
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count) : "0 (" + gpu.reason + ")");
   if (gpu.available()) add_gpu_context(context, ops);
-}
-
-void add_sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {
-  benchmark::AddCustomContext("tunebench_sweep_strategy", settings.sweep);
-  if (!executor.sweeps_up_front()) return;
-  benchmark::AddCustomContext("tunebench_sweep_seconds", c_number(w.seconds));
-  benchmark::AddCustomContext("tunebench_sweep_compile_seconds", c_number(w.compile_s));
-  benchmark::AddCustomContext("tunebench_sweep_kernel_seconds", c_number(w.kernel_s));
-  benchmark::AddCustomContext("tunebench_sweep_worker_seconds", c_number(w.worker_s));
-  benchmark::AddCustomContext("tunebench_sweep_busy_fraction", c_number(w.busy()));
-  benchmark::AddCustomContext("tunebench_sweep_timed_runs", std::to_string(w.runs));
-  benchmark::AddCustomContext("tunebench_sweep_configs_dropped", std::to_string(w.dropped));
-  if (const auto* mpi = dynamic_cast<const MpiExecutor*>(&executor)) {
-    add_mpi_context(*mpi, w);
-    return;
-  }
-  if (settings.warmup_gpus < 2) {
-    benchmark::AddCustomContext("tunebench_isolated_sweep_keys", std::to_string(w.keys));
-    benchmark::AddCustomContext("tunebench_isolated_sweep_seconds", c_number(w.seconds));
-    return;
-  }
-  std::string list;
-  for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
-  benchmark::AddCustomContext("parallel_warmup_gpus", std::to_string(settings.warmup_gpus));
-  benchmark::AddCustomContext("parallel_warmup_keys", std::to_string(w.keys));
-  benchmark::AddCustomContext("parallel_warmup_seconds", c_number(w.seconds));
-  benchmark::AddCustomContext("parallel_warmup_disagreements", std::to_string(w.disagreeing.size()));
-  benchmark::AddCustomContext("parallel_warmup_disagreeing_keys", list);
-  benchmark::AddCustomContext("parallel_warmup_retimed_keys", std::to_string(w.retimed));
-  benchmark::AddCustomContext("parallel_warmup_changed_winners", std::to_string(w.changed));
-  // Which card each shard swept on: shard=entry, with the UUID the shard reported where known.
-  std::string devices;
-  for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
-    devices += (i ? ", " : "") + std::to_string(i) + "=" + w.per_shard[i].device;
-  }
-  benchmark::AddCustomContext("parallel_warmup_shard_devices", devices);
 }
 
 }  // namespace tunebench

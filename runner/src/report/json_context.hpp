@@ -1,9 +1,9 @@
 #pragma once
 // What tunebench adds to the "context" of Google Benchmark's output (README: "Reading the
-// output"), through benchmark::AddCustomContext.
+// output"), through benchmark::AddCustomContext. The sweep's entries are the sweep stage's
+// (sweep_context in sweep/sweep_stage.hpp).
 
 #include "plan/run_context.hpp"
-#include "sweep/executor.hpp"
 #include "tunebench/device.hpp"
 
 namespace tunebench {
@@ -13,9 +13,5 @@ namespace tunebench {
 /// count, timing_mode, gpu_sm_clock_mhz_start, gpu_uuid, driver, runtime and CUPTI versions and
 /// where the roofline peaks of the first GPU op that knows them come from (Op::roofline_peaks).
 void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu, const OpList& ops);
-
-/// The sweep's figures: tunebench_isolated_sweep_{keys,seconds} for the isolated sweep, else
-/// parallel_warmup_{gpus,keys,seconds,disagreements,disagreeing_keys}.
-void add_sweep_context(const SweepExecutor& executor, const SweepReport& report, const Settings& settings);
 
 }  // namespace tunebench

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "timing/cupti_timer.hpp"
-#include "tune/sweep_strategy.hpp"
+#include "tune/sweep_strategy_table.hpp"
 #include "tunebench/version.hpp"
 
 namespace tunebench {
@@ -113,7 +113,7 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->gpu_reason = gpu.reason;
   c->seed = settings.seed;
   c->tune.space = settings.space;
-  c->tune.strategy = *strategy_named(settings.sweep);  // the settings table accepts known names only
+  c->tune.strategy = sweep_strategy(settings.sweep, "TUNEBENCH_SWEEP");
   c->timing_mode = settings.timing;  // what was asked; host ops are host-timed whatever it says
   c->cold_l2 = settings.cold_l2;
   c->fault = settings.fault;

@@ -22,7 +22,8 @@
 #include "run/benchmark_body.hpp"
 #include "run/context_setup.hpp"
 #include "settings/invocation.hpp"
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "sweep/sweep_stage.hpp"
 
 namespace tunebench {
@@ -74,16 +75,10 @@ struct SweepPlan {
   std::unique_ptr<SweepExecutor> executor;
 };
 
-// Under an MPI launcher rank 0 always sweeps over the ranks, also with nothing to tune: the other
-// ranks wait for its word.
 SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
                      const RunContext& context, const GpuProbe& gpu) {
   SweepPlan plan{untuned_families(families, filter, context), nullptr};
-  if (MpiSession* mpi = MpiSession::current()) {
-    plan.executor = std::make_unique<MpiExecutor>(*mpi, plan.untuned, context, families, self_launch(inv), inv.settings());
-  } else {
-    plan.executor = choose_executor(inv.settings(), plan.untuned, gpu, self_launch(inv));
-  }
+  plan.executor = choose_executor(inv.settings(), families, plan.untuned, context, gpu, self_launch(inv));
   if (plan.executor->sweeps_up_front()) check_results_can_be_stored(plan.untuned, context, plan.executor->name());
   return plan;
 }
@@ -92,8 +87,7 @@ SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families,
 void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector<Family>& families,
                  const BenchmarkFilter& filter, RunContext& context) {
   const Settings& s = inv.settings();
-  const SweepReport report = run_sweep_stage(*plan.executor, plan.untuned, families, filter, context, s);
-  add_sweep_context(*plan.executor, report, s);
+  run_sweep_stage(*plan.executor, plan.untuned, families, filter, context, s);
   // SQLite opens a read-only file for reading; say so once instead of failing key by key
   // (after the sweep's refusal, so a refused run prints one line).
   if (context.cache->read_only()) {

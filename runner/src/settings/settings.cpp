@@ -107,8 +107,60 @@ FaultInjection parse_fault(const string& v, const string& what) {
 }
 
 using Parse = std::function<void(Settings&, const string&, const string&)>;
-SettingSpec row(string purpose, string flag, string flag_value, string env, string help, string default_text,
-                bool empty_is_unset, bool documented, Parse parse);
+
+// A row of the table by named fields: row("timing").flag("--tunebench_seed", "N")
+// .env("TUNEBENCH_SEED").help(...).default_text("0").parse(...). A row is documented (a line of
+// the README's table) unless internal(), and the manifest records its variable unless
+// unrecorded().
+class Row {
+ public:
+  explicit Row(string purpose) { spec_.purpose = std::move(purpose); }
+  Row& flag(string name, string value) {
+    spec_.flag = std::move(name);
+    spec_.flag_value = std::move(value);
+    return *this;
+  }
+  Row& env(string name) {
+    spec_.env = std::move(name);
+    return *this;
+  }
+  Row& help(string text) {
+    spec_.help = std::move(text);
+    return *this;
+  }
+  Row& default_text(string text) {
+    spec_.default_text = std::move(text);
+    return *this;
+  }
+  Row& empty_is_unset() {
+    spec_.empty_is_unset = true;
+    return *this;
+  }
+  Row& internal() {
+    spec_.documented = false;
+    return *this;
+  }
+  Row& unrecorded() {
+    unrecorded_ = true;
+    return *this;
+  }
+  Row& parse(Parse p) {
+    spec_.parse = std::move(p);
+    return *this;
+  }
+  // Implicit, so that t.push_back(row(...)...) reads as the table it builds.
+  operator SettingSpec() const {
+    SettingSpec out = spec_;
+    out.manifest = !unrecorded_ && (spec_.documented || !spec_.env.empty());
+    return out;
+  }
+
+ private:
+  SettingSpec spec_;
+  bool unrecorded_ = false;
+};
+
+Row row(string purpose) { return Row(std::move(purpose)); }
 
 // The MPI launchers' variables: they say whether bench runs as one rank of several, and which
 // GPU of its host a rank takes (docs/multi-node.md). Set by the launcher, not by users.
@@ -126,19 +178,16 @@ void add_launcher_rows(std::vector<SettingSpec>& t) {
       {"PMIX_RANK", "PMIx (srun --mpi=pmix, Open MPI 5): this rank, where no variable above gives the size"},
   };
   for (const auto& [var, help] : vars) {
-    t.push_back(row("launch", "", "", var, help, "unset: one process", true, true,
-                    [](Settings& s, const string& v, const string& what) {
+    t.push_back(row("launch")
+                    .env(var)
+                    .help(help)
+                    .default_text("unset: one process")
+                    .empty_is_unset()
+                    .parse([](Settings& s, const string& v, const string& what) {
                       if (parse_u64(v, what) > 2147483647) throw invalid_argument(what + "='" + v + "': expected a rank below 2^31");
                       s.launcher[what] = v;
                     }));
   }
-}
-
-SettingSpec row(string purpose, string flag, string flag_value, string env, string help, string default_text,
-                bool empty_is_unset, bool documented, Parse parse) {
-  const bool manifest = documented || !env.empty();
-  return {std::move(purpose), std::move(flag), std::move(flag_value), std::move(env), std::move(help),
-          std::move(default_text), empty_is_unset, documented, manifest, std::move(parse)};
 }
 
 // "kernel|cudagraph|event", from the timing modes' table.
@@ -148,94 +197,148 @@ string timing_flag_value() {
   return out;
 }
 
+// TUNEBENCH_SWEEP's help: each strategy of the table, by name.
+string sweep_help() {
+  string out;
+  for (const auto& r : sweep_strategy_table()) out += (out.empty() ? "" : "; ") + ("`" + string(r.name) + "` " + r.help);
+  return "how a key's configs are swept: " + out + " (docs/perf-sweep.md)";
+}
+
 std::vector<SettingSpec> own_rows() {
   std::vector<SettingSpec> t;
-  t.push_back(row("tuning", "", "", "USE_FLAGTUNE",
-                  "`1`: autotune over the expanded config space (exhaustive search) instead of the default one; sweeps every key whose expanded space the cache has not yet measured in full (a plain winner does not count), and caches the new winners",
-                  "`0`", false, true, [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("tuning")
+                  .env("USE_FLAGTUNE")
+                  .help("`1`: autotune over the expanded config space (exhaustive search) instead of the default one; sweeps every key whose expanded space the cache has not yet measured in full (a plain winner does not count), and caches the new winners")
+                  .default_text("`0`")
+                  .parse([](Settings& s, const string& v, const string& what) {
                     if (v != "0" && v != "1") {
                       throw invalid_argument(what + "='" + v + "': expected 0 (plain autotune) or 1 (exhaustive)");
                     }
                     s.space = v == "1" ? SpaceKind::kExpanded : SpaceKind::kDefault;
                   }));
-  t.push_back(row("tuning", "--tunebench_cache", "FILE", "TUNEBENCH_CACHE", "the config cache (SQLite)",
-                  "`$XDG_CACHE_HOME/tunebench/configs.sqlite`, else `~/.cache/tunebench/configs.sqlite`", false, true,
-                  [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("tuning")
+                  .flag("--tunebench_cache", "FILE")
+                  .env("TUNEBENCH_CACHE")
+                  .help("the config cache (SQLite)")
+                  .default_text("`$XDG_CACHE_HOME/tunebench/configs.sqlite`, else `~/.cache/tunebench/configs.sqlite`")
+                  .parse([](Settings& s, const string& v, const string& what) {
                     s.cache = non_empty(v, what, "a cache file", " (unset it for the default)");
                   }));
-  t.push_back(row("tuning", "", "", "TUNEBENCH_SWEEP",
-                  "how a key's configs are swept: `race` one screening run each, configs clearly slower than the best dropped, survivors raced (interleaved), full repetitions for the finalists only; `full` every config to full repetitions (docs/perf-sweep.md)",
-                  "`race`", false, true, [](Settings& s, const string& v, const string& what) {
-                    if (v != "race" && v != "full") throw invalid_argument(what + "='" + v + "': expected race or full");
+  t.push_back(row("tuning")
+                  .env("TUNEBENCH_SWEEP")
+                  .help(sweep_help())
+                  .default_text("`" + default_sweep_strategy() + "`")
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    (void)sweep_strategy(v, what);  // the table's names only
                     s.sweep = v;
                   }));
-  t.push_back(row("tuning", "", "", "TUNEBENCH_ISOLATE_SWEEP",
-                  "where a sweep runs without the parallel warmup: `auto` in a child process on the measurement GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench",
-                  "`auto`", false, true, [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("tuning")
+                  .env("TUNEBENCH_ISOLATE_SWEEP")
+                  .help("where a sweep runs without the parallel warmup: `auto` in a child process on the measurement GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench")
+                  .default_text("`auto`")
+                  .parse([](Settings& s, const string& v, const string& what) {
                     if (v != "auto" && v != "0" && v != "1") throw invalid_argument(what + "='" + v + "': expected auto, 0 or 1");
                     s.isolate_sweep = v == "auto" ? IsolateSweep::kAuto : v == "1" ? IsolateSweep::kAlways : IsolateSweep::kNever;
                   }));
-  t.push_back(row("tuning", "", "", "TUNEBENCH_HANG_TIMEOUT",
-                  "seconds (1 to 1000000) without progress after which a sweep's child process counts as hung: it is killed, and the config it was on recorded as `timeout`",
-                  "`300`", false, true,
-                  [](Settings& s, const string& v, const string& what) { s.hang_timeout_s = parse_hang_timeout(v, what); }));
-  t.push_back(row("tuning", "", "", "PARALLEL_WARMUP_GPUS",
-                  "shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; unset or 1: off",
-                  "off", true, true,
-                  [](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
-  t.push_back(row("replay", "", "", "REPLAY_FROM", "a run directory whose configs to replay exactly (no tuning)",
-                  "record afresh", true, true, [](Settings& s, const string& v, const string&) { s.replay_from = v; }));
-  t.push_back(row("timing", "--tunebench_timing", timing_flag_value(), "TUNEBENCH_TIMING",
-                  "GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA events around the launches (also the fallback when CUPTI is taken by another profiler); see \"Kernel timing and CUDA graphs\"",
-                  "`kernel`", false, true, [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("tuning")
+                  .env("TUNEBENCH_HANG_TIMEOUT")
+                  .help("seconds (1 to 1000000) without progress after which a sweep's child process counts as hung: it is killed, and the config it was on recorded as `timeout`")
+                  .default_text("`300`")
+                  .parse([](Settings& s, const string& v, const string& what) { s.hang_timeout_s = parse_hang_timeout(v, what); }));
+  t.push_back(row("tuning")
+                  .env("PARALLEL_WARMUP_GPUS")
+                  .help("shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; unset or 1: off")
+                  .default_text("off")
+                  .empty_is_unset()
+                  .parse([](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
+  t.push_back(row("replay")
+                  .env("REPLAY_FROM")
+                  .help("a run directory whose configs to replay exactly (no tuning)")
+                  .default_text("record afresh")
+                  .empty_is_unset()
+                  .parse([](Settings& s, const string& v, const string&) { s.replay_from = v; }));
+  t.push_back(row("timing")
+                  .flag("--tunebench_timing", timing_flag_value())
+                  .env("TUNEBENCH_TIMING")
+                  .help("GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA events around the launches (also the fallback when CUPTI is taken by another profiler); see \"Kernel timing and CUDA graphs\"")
+                  .default_text("`kernel`")
+                  .parse([](Settings& s, const string& v, const string& what) {
                     const auto mode = parse_timing_mode(v);
                     if (!mode) throw invalid_argument(what + "='" + v + "': expected " + timing_mode_choices());
                     s.timing = *mode;
                   }));
-  t.push_back(row("timing", "--tunebench_cold_l2", "0|1", "TUNEBENCH_COLD_L2",
-                  "`1`: overwrite a buffer of 2x the L2 size before every timed run (not counted), so no run finds its inputs in L2",
-                  "`0`", false, true, [](Settings& s, const string& v, const string& what) { s.cold_l2 = parse_bool(v, what); }));
-  t.push_back(row("timing", "--tunebench_seed", "N", "TUNEBENCH_SEED", "seed of the random inputs", "0", false, true,
-                  [](Settings& s, const string& v, const string& what) { s.seed = parse_u64(v, what); }));
-  t.push_back(row("devices", "", "", "CUDA_VISIBLE_DEVICES",
-                  "the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first",
-                  "all", false, true, [](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
-  t.push_back(row("paths", "--tunebench_shapes", "PATH", "TUNEBENCH_SHAPES", "shape file, or folder of `*.yaml` / `*.yml`",
-                  "`runs/shape/` of the source tree (installed: `share/tunebench/shape`)", false, true,
-                  [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("timing")
+                  .flag("--tunebench_cold_l2", "0|1")
+                  .env("TUNEBENCH_COLD_L2")
+                  .help("`1`: overwrite a buffer of 2x the L2 size before every timed run (not counted), so no run finds its inputs in L2")
+                  .default_text("`0`")
+                  .parse([](Settings& s, const string& v, const string& what) { s.cold_l2 = parse_bool(v, what); }));
+  t.push_back(row("timing")
+                  .flag("--tunebench_seed", "N")
+                  .env("TUNEBENCH_SEED")
+                  .help("seed of the random inputs")
+                  .default_text("0")
+                  .parse([](Settings& s, const string& v, const string& what) { s.seed = parse_u64(v, what); }));
+  t.push_back(row("devices")
+                  .env("CUDA_VISIBLE_DEVICES")
+                  .help("the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first")
+                  .default_text("all")
+                  .parse([](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
+  t.push_back(row("paths")
+                  .flag("--tunebench_shapes", "PATH")
+                  .env("TUNEBENCH_SHAPES")
+                  .help("shape file, or folder of `*.yaml` / `*.yml`")
+                  .default_text("`runs/shape/` of the source tree (installed: `share/tunebench/shape`)")
+                  .parse([](Settings& s, const string& v, const string& what) {
                     s.shapes = non_empty(v, what, "a shape file or folder");
                     s.shapes_from_env = !is_flag(what);
                     s.shapes_from_flag = is_flag(what);
                   }));
-  t.push_back(row("paths", "--tunebench_runs", "DIR", "TUNEBENCH_RUNS", "where run directories are made", "`runs`", true, true,
-                  [](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
-  t.push_back(row("paths", "", "", "TUNEBENCH_KERNEL_CACHE",
-                  "folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and NVRTC version; shared safely by several processes)",
-                  "`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`", true, true,
-                  [](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
+  t.push_back(row("paths")
+                  .flag("--tunebench_runs", "DIR")
+                  .env("TUNEBENCH_RUNS")
+                  .help("where run directories are made")
+                  .default_text("`runs`")
+                  .empty_is_unset()
+                  .parse([](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
+  t.push_back(row("paths")
+                  .env("TUNEBENCH_KERNEL_CACHE")
+                  .help("folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and NVRTC version; shared safely by several processes)")
+                  .default_text("`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`")
+                  .empty_is_unset()
+                  .parse([](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
   add_launcher_rows(t);
-  t.push_back(row("tests", "", "", "TUNEBENCH_FAULT_INJECT", "a fault for tunebench's own tests", "none", false, false,
-                  [](Settings& s, const string& v, const string& what) { s.fault = parse_fault(v, what); }));
+  t.push_back(row("tests")
+                  .env("TUNEBENCH_FAULT_INJECT")
+                  .help("a fault for tunebench's own tests")
+                  .default_text("none")
+                  .internal()
+                  .parse([](Settings& s, const string& v, const string& what) { s.fault = parse_fault(v, what); }));
   // Where the sweep's scratch folder goes: the first of these that is set wins.
   for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
-    SettingSpec r = row("system", "", "", var, "scratch folder of the sweep", "/tmp", true, false,
-                        [var](Settings& s, const string& v, const string&) {
-                          if (s.tmp_var.empty()) {
-                            s.tmp_var = var;
-                            s.tmp_dir = v;
-                          }
-                        });
-    r.manifest = false;
-    t.push_back(std::move(r));
+    t.push_back(row("system")
+                    .env(var)
+                    .help("scratch folder of the sweep")
+                    .default_text("/tmp")
+                    .empty_is_unset()
+                    .internal()
+                    .unrecorded()
+                    .parse([var](Settings& s, const string& v, const string&) {
+                      if (s.tmp_var.empty()) {
+                        s.tmp_var = var;
+                        s.tmp_dir = v;
+                      }
+                    }));
   }
   // Where the default config and kernel caches live (XDG Base Directory Specification).
   for (const char* var : {"XDG_CACHE_HOME", "HOME"}) {
-    SettingSpec r = row("system", "", "", var, "base of the default cache folders", "", false, false, {});
-    r.manifest = false;
-    t.push_back(std::move(r));
+    t.push_back(row("system").env(var).help("base of the default cache folders").internal().unrecorded());
   }
-  t.push_back(row("internal", "--tunebench_shard", "I:FILE", "", "this process is shard I of a sweep, tuning the keys in FILE",
-                  "", false, false, [](Settings& s, const string& v, const string& what) {
+  t.push_back(row("internal")
+                  .flag("--tunebench_shard", "I:FILE")
+                  .help("this process is shard I of a sweep, tuning the keys in FILE")
+                  .internal()
+                  .parse([](Settings& s, const string& v, const string& what) {
                     const auto colon = v.find(':');
                     if (colon == string::npos) throw invalid_argument(what + ": expected INDEX:FILE");
                     s.shard = static_cast<int>(parse_u64(v.substr(0, colon), what));
@@ -260,10 +363,9 @@ std::string escape_cell(const std::string& text) {
 std::vector<SettingSpec> settings_table() {
   auto t = own_rows();
   for (const OpSwitch* sw : op_switches()) {
-    t.push_back({"op", "", "", sw->env(), sw->help(), sw->default_value() ? "`1`" : "`0`", false, true, true, {}});
     // Checked like the others: a bad value stops bench at start.
-    const OpSwitch* checked = sw;
-    t.back().parse = [checked](Settings&, const string&, const string&) { (void)checked->value(); };
+    t.push_back(row("op").env(sw->env()).help(sw->help()).default_text(sw->default_value() ? "`1`" : "`0`").parse(
+        [sw](Settings&, const string&, const string&) { (void)sw->value(); }));
   }
   return t;
 }

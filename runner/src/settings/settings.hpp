@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "timing/timing_mode.hpp"
+#include "tune/sweep_strategy_table.hpp"
 #include "tunebench/cache/database.hpp"
 #include "tunebench/op.hpp"
 
@@ -52,7 +53,8 @@ struct Settings {
   bool cold_l2 = false;
   int warmup_gpus = 1;              ///< PARALLEL_WARMUP_GPUS (1: off)
   IsolateSweep isolate_sweep = IsolateSweep::kAuto;
-  std::string sweep = "race";       ///< TUNEBENCH_SWEEP: the sweep strategy's name (strategy_named)
+  /// TUNEBENCH_SWEEP: the sweep strategy's name, a row of sweep_strategy_table().
+  std::string sweep = default_sweep_strategy();
   double hang_timeout_s = 300;      ///< TUNEBENCH_HANG_TIMEOUT, seconds
   std::filesystem::path runs = "runs";  ///< where run directories are made
   std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)
@@ -64,7 +66,7 @@ struct Settings {
   std::string tmp_var, tmp_dir;
   FaultInjection fault;
   /// The MPI launcher's variables that are set (OMPI_COMM_WORLD_SIZE, SLURM_PROCID, ...), name ->
-  /// value, each a non-negative integer below 2^31 (sweep/mpi_session.hpp reads them).
+  /// value, each a non-negative integer below 2^31 (sweep/mpi/mpi_session.hpp reads them).
   std::map<std::string, std::string> launcher;
   /// Internal: --tunebench_shard=I:FILE makes this process shard I of a sweep.
   int shard = -1;
@@ -79,9 +81,9 @@ struct SettingSpec {
   std::string env;         ///< "TUNEBENCH_SEED", or "" when there is only a flag
   std::string help;        ///< one line (Markdown), as the README's table shows it
   std::string default_text;  ///< the default, as the README's table shows it
-  bool empty_is_unset;     ///< an empty variable counts as unset (else its parser sees "")
-  bool documented;         ///< a row of the README's table (internal and test switches are not)
-  bool manifest;           ///< the run's manifest.json records the variable when set
+  bool empty_is_unset = false;  ///< an empty variable counts as unset (else its parser sees "")
+  bool documented = true;       ///< a row of the README's table (internal and test switches are not)
+  bool manifest = true;         ///< the run's manifest.json records the variable when set
   /// Parses `value` into `out`; `source` names the flag or variable for errors. Throws
   /// std::invalid_argument "SOURCE='VALUE': expected ..." (one line). May be empty for
   /// variables that are only recorded.

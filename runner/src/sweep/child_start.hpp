@@ -75,4 +75,19 @@ SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext
 Config retime_finalists(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
                         nlohmann::json& log);
 
+/// How a sharded summary names a worker: "shard" or "rank" (and its plural), what fails ("shard",
+/// "worker"), and the label of a worker's own line ("parallel warmup shard", "MPI sweep rank").
+struct WorkerNouns {
+  const char* worker;
+  const char* workers;
+  const char* failed;
+  const char* failed_plural;
+  const char* line_label;
+};
+
+/// The summary of a sweep over several workers (`name`: "parallel warmup"): the totals, a line
+/// per worker (keys, seconds tuning, seconds from start to exit), the keys re-timed on the
+/// measurement GPU, and a warning naming the keys whose winners differed on two shards.
+std::string sharded_summary(const std::string& name, const SweepReport& report, const WorkerNouns& nouns);
+
 }  // namespace tunebench

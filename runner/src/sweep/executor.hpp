@@ -1,7 +1,8 @@
 #pragma once
 // Sweep executors: where the keys of a sweep are tuned. The sweep stage (sweep_stage.hpp) picks
-// one and runs its rounds; a new way to run shards (MPI ranks on other hosts, say) is a new
-// executor in this folder.
+// one in choose_executor and runs its rounds; each executor describes itself (its summary on
+// stderr, its entries of the JSON context), so a new way to run shards is a new executor in this
+// folder and its case in choose_executor.
 
 #include <memory>
 #include <string>
@@ -43,12 +44,27 @@ struct SweepReport {
   std::vector<Shard> per_shard;
 };
 
+/// One entry of the "context" of Google Benchmark's output (benchmark::AddCustomContext).
+struct ContextEntry {
+  std::string name;   ///< "parallel_warmup_keys"
+  std::string value;  ///< numbers in the "C" form (c_number)
+  bool operator==(const ContextEntry& o) const { return name == o.name && value == o.value; }
+};
+
 /// Where keys are swept.
 class SweepExecutor {
  public:
   virtual ~SweepExecutor() = default;
-  /// For messages and the JSON context: "isolated sweep", "parallel warmup".
+  /// For messages: "isolated sweep", "parallel warmup", "MPI sweep".
   virtual std::string name() const = 0;
+  /// What the sweep did, for people: the lines (each "bench: ...\n") the sweep stage prints on
+  /// stderr once its rounds are done, before the cost line every executor shares. `report` is
+  /// the rounds' figures added up. Only asked of an executor that sweeps up front.
+  virtual std::string summary(const SweepReport& report) const = 0;
+  /// What the sweep did, for the JSON context: this executor's own entries, written by the sweep
+  /// stage beside the figures every sweep has (tunebench_sweep_*; sweep_context). Only asked of
+  /// an executor that sweeps up front.
+  virtual std::vector<ContextEntry> context_entries(const SweepReport& report) const = 0;
   /// Whether sweep() tunes up front. The in-process executor does not: each key is tuned right
   /// before its own benchmark's timing loop, on the workload that loop then times.
   virtual bool sweeps_up_front() const = 0;
@@ -64,6 +80,9 @@ class InProcessExecutor final : public SweepExecutor {
   std::string name() const override { return "in-process sweep"; }
   bool sweeps_up_front() const override { return false; }
   SweepReport sweep(const std::vector<const Family*>&, RunContext&, bool) override { return {}; }
+  /// Nothing: each key's sweep is part of its benchmark (and of its config's record).
+  std::string summary(const SweepReport&) const override { return ""; }
+  std::vector<ContextEntry> context_entries(const SweepReport&) const override { return {}; }
 };
 
 /// How child processes of this binary are started.
@@ -98,6 +117,11 @@ class ChildProcessExecutor final : public SweepExecutor {
   bool sweeps_up_front() const override { return true; }
   /// Throws std::invalid_argument when TMPDIR is not a writable folder.
   SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
+  /// Isolated: one line of keys, seconds, tuned and failed children. Parallel: sharded_summary.
+  std::string summary(const SweepReport& report) const override;
+  /// Isolated: tunebench_isolated_sweep_{keys,seconds}. Parallel: parallel_warmup_{gpus,keys,
+  /// seconds,disagreements,disagreeing_keys,retimed_keys,changed_winners,shard_devices}.
+  std::vector<ContextEntry> context_entries(const SweepReport& report) const override;
 
  private:
   int shards_;
@@ -107,55 +131,6 @@ class ChildProcessExecutor final : public SweepExecutor {
   ChildLaunch launch_;
   const Settings& settings_;
 };
-
-class MpiSession;
-
-/// Tunes over the ranks of an MPI job (mpirun, srun; docs/multi-node.md), as rank 0. At
-/// construction every rank's GPU model, compute capability, driver, toolkit, CPU (for host ops)
-/// and kernel versions are compared with rank 0's (a collective with run_mpi_worker): a rank
-/// that differs is refused, with a warning, since its results would be filed under rank 0's
-/// keys. sweep() hands keys out from a queue, largest estimated cost first, two in flight per
-/// rank (rank 0's own child process included), as ranks finish them; each rank sweeps in a
-/// child process on its GPU (RankChild), so a sticky CUDA error costs a child, not a rank.
-/// Results arrive as WorkerRecords and cache entries in JSON messages, and are stored in
-/// context.cache one transaction per batch as they come. A rank silent for
-/// settings.hang_timeout_s is counted lost and its keys go to the others. Then every key swept
-/// on another rank's GPU (or host, for host ops) has its finalists re-timed here
-/// (retime_finalists). On SIGINT, SIGTERM, SIGHUP or SIGQUIT its child is ended, what finished
-/// kept, and the signal re-raised (the launcher ends the other ranks).
-class MpiExecutor final : public SweepExecutor {
- public:
-  /// `untuned` decides whether the CPU model must match too (host ops' keys name it).
-  MpiExecutor(MpiSession& mpi, const std::vector<const Family*>& untuned, const RunContext& context,
-              const std::vector<Family>& families, ChildLaunch launch, const Settings& settings);
-  std::string name() const override { return "MPI sweep"; }
-  bool sweeps_up_front() const override { return true; }
-  SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
-  /// Rank i's host, device entry and GPU UUID ("host 0 (GPU-...)"), for the JSON context.
-  const std::vector<std::string>& rank_devices() const { return rank_devices_; }
-  /// Ranks refused at construction or lost in a sweep.
-  const std::vector<int>& refused() const { return refused_; }
-  const std::vector<int>& lost() const { return lost_; }
-
- private:
-  MpiSession& mpi_;
-  const std::vector<Family>& families_;
-  ChildLaunch launch_;
-  const Settings& settings_;
-  std::vector<bool> accepted_;
-  std::vector<std::string> rank_devices_;
-  std::vector<int> refused_, lost_;
-  bool workers_stopped_ = false;
-  int rounds_ = 0;
-};
-
-/// A rank above 0 of an MPI sweep: takes part in MpiExecutor's check of the ranks, then sweeps
-/// the keys rank 0 hands it in a child process on its GPU, sending back records and results,
-/// until rank 0 says stop (or is silent for settings.hang_timeout_s). Writes nothing to
-/// stdout. Returns the exit status: 0, also when refused; on SIGINT, SIGTERM, SIGHUP or SIGQUIT
-/// its child is ended and the signal re-raised. Honours settings.fault.kill_rank.
-int run_mpi_worker(MpiSession& mpi, const std::vector<Family>& families, const RunContext& context,
-                   const Settings& settings, ChildLaunch launch);
 
 /// The worker side of ChildProcessExecutor: tunes the families named (one per line) in
 /// `list_file` into context.cache, appending WorkerRecords to `list_file`.records. A host op's key

@@ -1,5 +1,7 @@
 #include "sweep/sweep_stage.hpp"
 
+#include <benchmark/benchmark.h>
+
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -8,6 +10,8 @@
 #include "common/c_numbers.hpp"
 #include "common/plural.hpp"
 #include "plan/family.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "sweep/shard_plan.hpp"
 #include "tune/config_choice.hpp"
 
@@ -39,6 +43,10 @@ void add_round(SweepReport& w, const SweepReport& more) {
   }
 }
 
+void add_context(const std::vector<ContextEntry>& entries) {
+  for (const auto& e : entries) benchmark::AddCustomContext(e.name, e.value);
+}
+
 // What the sweep cost: kernel time against the time its workers held the GPUs.
 void print_cost(const SweepReport& w, const std::string& strategy) {
   char line[320];
@@ -49,42 +57,6 @@ void print_cost(const SweepReport& w, const std::string& strategy) {
                 count_of(w.runs, "timed run", "timed runs").c_str(),
                 count_of(w.dropped, "config", "configs").c_str());
   std::cerr << line;
-}
-
-void print_report(const SweepExecutor& executor, const SweepReport& w, bool isolated) {
-  const std::string seconds = format_c("%.1f", w.seconds);
-  if (isolated) {
-    std::cerr << "bench: isolated sweep: " << count_of(w.keys, "key", "keys") << " in a child process in " << seconds
-              << " s, " << w.tuned << " tuned, " << count_of(w.crashed_shards, "child process", "child processes")
-              << " failed\n";
-    return;
-  }
-  const bool ranks = executor.name() == "MPI sweep";
-  std::cerr << "bench: " << executor.name() << ": " << count_of(w.keys, "key", "keys") << " on "
-            << count_of(w.shards, ranks ? "rank" : "shard", ranks ? "ranks" : "shards") << " in " << seconds << " s, "
-            << w.tuned << " tuned, "
-            << count_of(w.crashed_shards, ranks ? "worker" : "shard", ranks ? "workers" : "shards") << " failed, "
-            << count_of(static_cast<long long>(w.disagreeing.size()), "disagreement", "disagreements") << "\n";
-  for (std::size_t i = 0; i < w.per_shard.size(); ++i) {
-    char line[160];
-    std::snprintf(line, sizeof line, "bench: %s %zu: %s, %.1f s tuning in %.1f s\n",
-                  executor.name() == "MPI sweep" ? "MPI sweep rank" : "parallel warmup shard", i,
-                  count_of(w.per_shard[i].keys, "key", "keys").c_str(), w.per_shard[i].tuning_s, w.per_shard[i].wall_s);
-    std::cerr << line;
-  }
-  if (w.retimed > 0) {
-    std::cerr << "bench: " << executor.name() << ": " << count_of(w.retimed, "key", "keys")
-              << " re-timed on the measurement GPU (finalists interleaved), "
-              << count_of(w.changed, "winner", "winners") << " changed\n";
-  }
-  // Left in the plural at a count of one: tests/parallel_warmup_test.sh matches "WARNING: 1 keys
-  // got different winners" as it has always read.
-  if (!w.disagreeing.empty()) {
-    std::string list;
-    for (const auto& name : w.disagreeing) list += (list.empty() ? "" : " ") + name;
-    std::cerr << "bench: WARNING: " << w.disagreeing.size() << " keys got different winners on two shards "
-              << "(re-timed on the measurement GPU): " << list << "\n";
-  }
 }
 
 }  // namespace
@@ -119,8 +91,12 @@ std::vector<const Family*> untuned_families(const std::vector<Family>& families,
   return untuned;
 }
 
-std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const std::vector<const Family*>& untuned,
+std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const std::vector<Family>& families,
+                                               const std::vector<const Family*>& untuned, const RunContext& context,
                                                const GpuProbe& gpu, ChildLaunch launch) {
+  if (MpiSession* mpi = MpiSession::current()) {
+    return std::make_unique<MpiExecutor>(*mpi, untuned, context, families, std::move(launch), settings);
+  }
   const char* visible = settings.visible_devices ? settings.visible_devices->c_str() : nullptr;
   if (settings.warmup_gpus >= 2) {
     return std::make_unique<ChildProcessExecutor>(settings.warmup_gpus, device_tokens(visible, gpu.count), false,
@@ -139,10 +115,30 @@ std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const s
   return std::make_unique<ChildProcessExecutor>(1, std::move(tokens), true, std::move(launch), settings);
 }
 
+std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {
+  std::vector<ContextEntry> out{{"tunebench_sweep_strategy", settings.sweep}};
+  if (!executor.sweeps_up_front()) return out;
+  const std::vector<ContextEntry> figures{
+      {"tunebench_sweep_seconds", c_number(w.seconds)},
+      {"tunebench_sweep_compile_seconds", c_number(w.compile_s)},
+      {"tunebench_sweep_kernel_seconds", c_number(w.kernel_s)},
+      {"tunebench_sweep_worker_seconds", c_number(w.worker_s)},
+      {"tunebench_sweep_busy_fraction", c_number(w.busy())},
+      {"tunebench_sweep_timed_runs", std::to_string(w.runs)},
+      {"tunebench_sweep_configs_dropped", std::to_string(w.dropped)}};
+  out.insert(out.end(), figures.begin(), figures.end());
+  const auto own = executor.context_entries(w);
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
 SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
                             const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
                             const Settings& settings) {
-  if (!executor.sweeps_up_front()) return {};
+  if (!executor.sweeps_up_front()) {
+    add_context(sweep_context(executor, {}, settings));
+    return {};
+  }
   const auto& to_sweep = untuned;
   SweepReport w = executor.sweep(untuned, context, true);
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round
@@ -160,8 +156,9 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
   for (const Family* f : to_sweep) {
     if (cached_config(*f, context)) context.swept.insert(f->name);
   }
-  print_report(executor, w, executor.name() == "isolated sweep");
+  std::cerr << executor.summary(w);
   if (w.keys > 0) print_cost(w, settings.sweep);
+  add_context(sweep_context(executor, w, settings));
   return w;
 }
 

@@ -181,10 +181,6 @@ void FullSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
   if (out.found()) out.stats.finalists = finalists_of(order, out.results, options);
 }
 
-std::optional<std::shared_ptr<const SweepStrategy>> strategy_named(const std::string& name) {
-  if (name == "full") return std::make_shared<FullSweep>();
-  if (name == "race") return std::make_shared<RaceSweep>();
-  return std::nullopt;
-}
+std::shared_ptr<const SweepStrategy> make_full_sweep() { return std::make_shared<FullSweep>(); }
 
 }  // namespace tunebench

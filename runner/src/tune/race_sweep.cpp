@@ -300,6 +300,8 @@ void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
   }
 }
 
+std::shared_ptr<const SweepStrategy> make_race_sweep() { return std::make_shared<RaceSweep>(); }
+
 void FinalRound::sweep(const std::vector<Config>& order, const RunTimer& time_run, const TuneOptions& o,
                        const std::string& device_uuid, TuneOutcome& out) const {
   std::vector<Entry> es = entries_of(order, device_uuid);

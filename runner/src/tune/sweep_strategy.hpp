@@ -72,7 +72,8 @@ class FinalRound final : public SweepStrategy {
              const std::string& device_uuid, TuneOutcome& out) const override;
 };
 
-/// The strategy TUNEBENCH_SWEEP names ("full" or "race"); nullopt for another name.
+/// The strategy of sweep_strategy_table() named `name` ("race", "full"); nullopt for a name the
+/// table lacks (sweep_strategy() is the checked lookup, with its one-line error).
 std::optional<std::shared_ptr<const SweepStrategy>> strategy_named(const std::string& name);
 
 /// One config's measurement: options.warmup untimed runs and the first timed run in one batch,

@@ -10,11 +10,12 @@
 #include <memory>
 #include <thread>
 
+#include "common/c_numbers.hpp"
 #include "common/plural.hpp"
 #include "sweep/child_start.hpp"
-#include "sweep/executor.hpp"
-#include "sweep/mpi_child.hpp"
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_child.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "tune/config_choice.hpp"
 
 namespace tunebench {
@@ -128,7 +129,10 @@ class Coordinator {
         const Family& f = *k_.keys[i];
         const auto known = context_.cache->measurements(cache_key(*f.op, f.shape, context_));
         if (s.rank == 0) {
-          if (!local || local->exited()) local = std::make_unique<RankChild>(dir, generation_++, mpi_.device(), "rank 0", launch);
+          if (!local || local->exited()) {
+            local = std::make_unique<RankChild>(dir, generation_++, rank_child_devices(mpi_.device(), settings_),
+                                                "rank 0", launch);
+          }
           local->feed(f, known, context_);
           continue;
         }
@@ -326,6 +330,30 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, RunCon
     raise(sig);
   }
   return report;
+}
+
+std::string MpiExecutor::summary(const SweepReport& w) const {
+  return sharded_summary(name(), w, {"rank", "ranks", "worker", "workers", "MPI sweep rank"});
+}
+
+std::vector<ContextEntry> MpiExecutor::context_entries(const SweepReport& w) const {
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string out;
+    for (const int r : ranks) out += (out.empty() ? "" : " ") + std::to_string(r);
+    return out;
+  };
+  std::string devices;
+  for (std::size_t i = 0; i < rank_devices_.size(); ++i) {
+    devices += (i ? ", " : "") + std::to_string(i) + "=" + rank_devices_[i];
+  }
+  return {{"mpi_ranks", std::to_string(rank_devices_.size())},
+          {"mpi_rank_devices", devices},
+          {"mpi_refused_ranks", list(refused_)},
+          {"mpi_lost_ranks", list(lost_)},
+          {"mpi_sweep_keys", std::to_string(w.keys)},
+          {"mpi_sweep_seconds", c_number(w.seconds)},
+          {"mpi_retimed_keys", std::to_string(w.retimed)},
+          {"mpi_changed_winners", std::to_string(w.changed)}};
 }
 
 }  // namespace tunebench

@@ -1,6 +1,6 @@
 // RankChild: an MPI rank's sweep child, fed keys through a FIFO.
 
-#include "sweep/mpi_child.hpp"
+#include "sweep/mpi/mpi_child.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -79,6 +79,10 @@ cache::ConfigCache::Entry entry_from_json(const nlohmann::json& j, const cache::
   return e;
 }
 
+std::string rank_child_devices(const std::string& rank_device, const Settings& settings) {
+  return rank_device.empty() ? settings.visible_devices.value_or("") : rank_device;
+}
+
 RankChild::RankChild(fs::path dir, int generation, std::string device, std::string label, ChildLaunch launch)
     : dir_(std::move(dir)), device_(std::move(device)), label_(std::move(label)), launch_(std::move(launch)) {
   list_ = dir_ / ("child-" + std::to_string(generation) + ".keys");
@@ -104,8 +108,7 @@ void RankChild::start() {
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("sweep: pipe failed");
   records_ = std::make_unique<RecordReader>(list_.string() + ".records");
   cache::ConfigCache{store_};  // made before the child opens it, so seeding never races its creation
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  pid_ = spawn_child(launch_.exe, args, device_.empty() ? (visible ? visible : "") : device_, store_.string(), fds[1]);
+  pid_ = spawn_child(launch_.exe, args, device_, store_.string(), fds[1]);
   close(fds[1]);
   err_fd_ = fds[0];
   started_at_ = active_at_ = Clock::now();

@@ -1,7 +1,7 @@
 // MpiSession: the ranks of an MPI job; without MPI (TUNEBENCH_WITH_MPI unset) only the
 // launcher's detection, which refuses to run.
 
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 
 #include <unistd.h>
 

@@ -17,9 +17,9 @@
 
 #include "common/plural.hpp"
 #include "sweep/child_start.hpp"
-#include "sweep/executor.hpp"
-#include "sweep/mpi_child.hpp"
-#include "sweep/mpi_session.hpp"
+#include "sweep/mpi/mpi_child.hpp"
+#include "sweep/mpi/mpi_executor.hpp"
+#include "sweep/mpi/mpi_session.hpp"
 #include "tune/config_choice.hpp"
 
 namespace tunebench {
@@ -117,7 +117,8 @@ class Worker {
       std::vector<cache::Measurement> known;
       for (const auto& m2 : k.at("known")) known.push_back(measurement_from_json(m2));
       if (!child_ || child_->exited()) {
-        child_ = std::make_unique<RankChild>(dir_, generation_++, mpi_.device(), "rank " + std::to_string(mpi_.rank()), launch_);
+        child_ = std::make_unique<RankChild>(dir_, generation_++, rank_child_devices(mpi_.device(), settings_),
+                                             "rank " + std::to_string(mpi_.rank()), launch_);
       }
       child_->feed(*f, known, context_);
     }

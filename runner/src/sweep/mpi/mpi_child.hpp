@@ -27,8 +27,8 @@ enum MpiTag : int { kWorkTag = 1, kRecordTag = 2, kResultTag = 3, kAliveTag = 4 
 class RankChild {
  public:
   /// Its files go into `dir` (named after `generation`, so a restarted child starts clean);
-  /// `device` is its CUDA_VISIBLE_DEVICES ("" keeps this process's); `label` prefixes its
-  /// forwarded stderr lines ("rank 2").
+  /// `device` is its CUDA_VISIBLE_DEVICES (rank_child_devices); `label` prefixes its forwarded
+  /// stderr lines ("rank 2").
   RankChild(std::filesystem::path dir, int generation, std::string device, std::string label, ChildLaunch launch);
   ~RankChild();
   RankChild(const RankChild&) = delete;
@@ -73,6 +73,11 @@ class RankChild {
   WorkerRecord last_;
   std::chrono::steady_clock::time_point active_at_, started_at_, ended_at_;
 };
+
+/// The CUDA_VISIBLE_DEVICES of a rank's sweep child: the rank's own GPU entry
+/// (MpiSession::device), else this process's as the settings table read it
+/// (settings.visible_devices; "" when unset, which leaves the child no GPU, as its rank has none).
+std::string rank_child_devices(const std::string& rank_device, const Settings& settings);
 
 /// A measurement and a cache entry as JSON, and back (the shape tunebench-cache export uses,
 /// plus `host`). entry_from_json throws nlohmann::json::exception on a malformed one.
