@@ -171,8 +171,8 @@ namespace {
 
 // What a file at the cache's path is, found before anything is written to it.
 struct Identity {
-  enum Kind { kEmpty, kOurs, kForeign, kDamaged } kind = kForeign;
-  std::string problem;  // for kForeign and kDamaged: what the file is, after its name
+  enum Kind { kEmpty, kOurs, kForeign } kind = kForeign;
+  std::string problem;  // for kForeign: what the file is, after its name
 };
 
 constexpr char kSqliteMagic[] = "SQLite format 3";  // and its NUL: the first 16 bytes
@@ -245,7 +245,9 @@ Identity identify(const fs::path& path, std::int32_t our_id, int our_version, in
     if (header_id != our_id) {
       return {Identity::kForeign, std::string("cannot be read as an SQLite database (") + e.what() + ")"};
     }
-    return {Identity::kDamaged, "is corrupt (" + std::string(e.what()) + ")"};
+    // Ours by its header. Whether it is damaged is for the connection that takes SQLite's locks
+    // to say: the probe may have read the file alone while another process checkpointed into it.
+    return {Identity::kOurs, ""};
   }
 }
 
@@ -309,22 +311,20 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
     }
     std::cerr << "tunebench: " << name << "is an empty file: starting a new cache in it\n";
   }
-  std::string problem = id.kind == Identity::kDamaged ? one_line(id.problem) : "";
-  if (problem.empty()) {
-    try {
-      db_.emplace(path_, static_cast<int>(busy_.timeout.count()), access);
-      if (id.kind == Identity::kOurs) {
-        if (const auto integrity = db_->integrity_check(); integrity != "ok") {
-          // The first problem SQLite names, whole (integrity_check lists one per line).
-          problem = "fails integrity check: " + one_line(integrity.substr(0, integrity.find('\n')));
-        }
+  std::string problem;
+  try {
+    db_.emplace(path_, static_cast<int>(busy_.timeout.count()), access);
+    if (id.kind == Identity::kOurs) {
+      if (const auto integrity = db_->integrity_check(); integrity != "ok") {
+        // The first problem SQLite names, whole (integrity_check lists one per line).
+        problem = "fails integrity check: " + one_line(integrity.substr(0, integrity.find('\n')));
       }
-    } catch (const SqliteError& e) {
-      // Only a file SQLite cannot read as a database is damaged; a permission or locking
-      // problem is reported as it is.
-      if (e.code() != SQLITE_NOTADB && e.code() != SQLITE_CORRUPT) throw;
-      problem = "is corrupt (" + one_line(e.what()) + ")";
     }
+  } catch (const SqliteError& e) {
+    // Only a file SQLite cannot read as a database is damaged; a permission or locking
+    // problem is reported as it is.
+    if ((e.code() & 0xff) != SQLITE_NOTADB && (e.code() & 0xff) != SQLITE_CORRUPT) throw;
+    problem = "is corrupt (" + one_line(e.what()) + ")";
   }
   if (problem.empty()) return;
   db_.reset();
