@@ -117,10 +117,10 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
     std::cerr << "tunebench-cache: export " << e(args[1]) << ": that is the cache itself\n";
     return 2;
   }
-  // list, show and export write nothing: not the journal mode, not a migration. evict and import
-  // open it as bench does, except that a damaged cache is left for bench to move aside.
+  // list, show and export write nothing: not the journal mode, not a migration. evict leaves a
+  // damaged cache alone; import, which brings a whole file of rows, moves it aside as bench does.
   const bool writes = cmd == "evict" || cmd == "import";
-  ConfigCache cache(file, writes && cmd == "import" ? ConfigCache::OnDamage::kMoveAside : ConfigCache::OnDamage::kThrow,
+  ConfigCache cache(file, cmd == "import" ? ConfigCache::OnDamage::kMoveAside : ConfigCache::OnDamage::kThrow,
                     BusyPolicy(), writes ? Access::kReadWrite : Access::kRead);
   if (writes && cache.read_only()) {
     std::cerr << "tunebench-cache: " << cmd << ": config cache " << e(file.string())
