@@ -45,3 +45,26 @@ TEST(CacheDatabase, DefaultPathFollowsXdg) {
   EXPECT_THROW(default_cache_path({nullptr, nullptr, nullptr}), std::runtime_error);
   EXPECT_THROW(default_cache_path({"", "/xdg", "/home/u"}), std::invalid_argument);
 }
+
+// A probe (what the config cache uses to tell whose a file is) writes nothing and makes nothing
+// beside a WAL file, where a plain read-only connection would leave a -wal and a -shm.
+TEST(CacheDatabase, AProbeMakesNothingBesideTheFile) {
+  const auto dir = fs::temp_directory_path() / ("tunebench_db_probe_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    Database db(dir / "w.sqlite");  // WAL mode, as every cache
+    db.exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (7); PRAGMA application_id = 5;");
+  }
+  ASSERT_FALSE(fs::exists(dir / "w.sqlite-wal"));
+  const auto size = fs::file_size(dir / "w.sqlite");
+  {
+    Database probe(dir / "w.sqlite", 1000, tunebench::cache::Access::kProbe);
+    EXPECT_EQ(probe.application_id(), 5);
+    EXPECT_TRUE(probe.read_only());
+    EXPECT_THROW(probe.exec("INSERT INTO t VALUES (8)"), tunebench::cache::SqliteError);
+  }
+  EXPECT_FALSE(fs::exists(dir / "w.sqlite-wal"));
+  EXPECT_FALSE(fs::exists(dir / "w.sqlite-shm"));
+  EXPECT_EQ(fs::file_size(dir / "w.sqlite"), size);
+  fs::remove_all(dir);
+}

@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <clocale>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "cache_text.hpp"
+#include "ops.hpp"
 #include "tunebench/cache/config_cache.hpp"
 
 namespace fs = std::filesystem;
@@ -42,9 +49,51 @@ class ConfigCacheTest : public ::testing::Test {
   static Measurement ok(const std::string& config, std::int64_t p50) {
     return {config, Status::kOk, p50 - 10, p50, p50 + 10, "", 0, "GPU-1", ""};
   }
+  // The i-th config of the default space of bench's op `op`: what an import accepts.
+  static std::string config_of(const std::string& op, std::size_t i) {
+    for (const auto& o : tunebench::bench::builtin_ops()) {
+      if (o->name() == op) return o->config_space(tunebench::SpaceKind::kDefault).at(i).str();
+    }
+    ADD_FAILURE() << "no op " << op;
+    return "";
+  }
+  // Runs tunebench-cache on this test's cache with `args`; its stdout and stderr into `out`.
+  int cli(const std::string& args, std::string* out = nullptr) const {
+    const std::string cmd = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' " + args +
+                            " > '" + (dir_ / "out.txt").string() + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    if (out) {
+      std::ifstream f(dir_ / "out.txt", std::ios::binary);
+      *out = std::string(std::istreambuf_iterator<char>(f), {});
+    }
+    return WEXITSTATUS(rc);
+  }
 
   fs::path dir_, file_;
 };
+
+std::string bytes(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::size_t files_in(const fs::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+// Runs `sql` on `file` through SQLite alone, in its default rollback-journal mode, as another
+// application (or an older tunebench) would.
+void make_sqlite(const fs::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in " << sql;
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
 
 std::size_t count_aside(const fs::path& dir) {
   std::size_t n = 0;
@@ -111,31 +160,47 @@ TEST_F(ConfigCacheTest, StoreGetAndEraseAreReal) {
   EXPECT_TRUE(again.measured_keys().empty());
 }
 
-TEST_F(ConfigCacheTest, GarbageFileIsMovedAsideAndAFreshCacheStarts) {
+// A file that is not an SQLite database may be anybody's: refused, byte for byte as it was.
+TEST_F(ConfigCacheTest, AFileThatIsNotSqliteIsRefusedAndLeftAsItIs) {
   std::ofstream(file_) << std::string(10000, 'x');
-  testing::internal::CaptureStderr();
-  ConfigCache cache(file_);
-  const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("WARNING: config cache"), std::string::npos) << err;
-  ASSERT_TRUE(cache.moved_aside());
-  EXPECT_EQ(fs::file_size(*cache.moved_aside()), 10000u);  // kept, not deleted
-  cache.store(key(), {ok("B=1", 5)}, Best{"B=1", 5, 0});
-  EXPECT_EQ(cache.best(key())->config, "B=1");
+  const std::string before = bytes(file_);
+  for (const auto on_damage : {ConfigCache::OnDamage::kMoveAside, ConfigCache::OnDamage::kThrow}) {
+    try {
+      ConfigCache cache(file_, on_damage);
+      FAIL() << "a file of x's was opened as a cache";
+    } catch (const tunebench::cache::SqliteError& e) {
+      EXPECT_EQ(e.code(), SQLITE_NOTADB);
+      EXPECT_NE(std::string(e.what()).find("is not an SQLite database: left as it is"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(bytes(file_), before);
+  EXPECT_EQ(count_aside(dir_), 0u);
+  EXPECT_EQ(files_in(dir_), 1u);  // no -wal, -shm or -journal beside it
 }
 
-TEST_F(ConfigCacheTest, DamagedPagesAreDetected) {
+namespace {
+
+// A cache of ours (its header intact) with a whole b-tree page overwritten.
+void make_damaged_cache(const fs::path& file) {
   {
-    ConfigCache cache(file_);
+    ConfigCache cache(file);
     std::vector<Measurement> ms;
-    for (int i = 0; i < 300; ++i) ms.push_back(ok("B=" + std::to_string(i) + std::string(100, 'p'), i));
-    cache.store(key(), ms, Best{"B=1", 1, 0});
+    for (int i = 0; i < 300; ++i) {
+      ms.push_back({"B=" + std::to_string(i) + std::string(100, 'p'), Status::kOk, i, i, i, "", 0, "GPU-1", ""});
+    }
+    cache.store({"mxfp4_gemm", "k1", "M=8,N=4096,K=4096", "NVIDIA H200", "9.0", "cuda 13.0", "kernel"}, ms,
+                Best{"B=1", 1, 0});
     cache.database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
-  {
-    std::fstream f(file_, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(4096 * 2);  // a whole b-tree page, header included
-    f << std::string(4096, '\x5a');
-  }
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(4096 * 2);  // a whole b-tree page, header included
+  f << std::string(4096, '\x5a');
+}
+
+}  // namespace
+
+TEST_F(ConfigCacheTest, DamagedPagesAreDetected) {
+  make_damaged_cache(file_);
   testing::internal::CaptureStderr();
   ConfigCache cache(file_);
   testing::internal::GetCapturedStderr();
@@ -145,18 +210,62 @@ TEST_F(ConfigCacheTest, DamagedPagesAreDetected) {
   EXPECT_EQ(cache.database().integrity_check(), "ok");
 }
 
-TEST_F(ConfigCacheTest, ForeignDatabaseIsMovedAsideNotModified) {
-  {
-    tunebench::cache::Database other(file_);
-    other.exec("CREATE TABLE mine (x INTEGER); INSERT INTO mine VALUES (42);");
+// Another application's SQLite file: refused before anything is written (no WAL switch, no
+// rename, no fresh cache in its place), with or without an application_id of its own.
+TEST_F(ConfigCacheTest, ForeignDatabaseIsRefusedAndLeftByteForByte) {
+  for (const char* app : {"", "PRAGMA application_id = 1234;"}) {
+    fs::remove(file_);
+    make_sqlite(file_, std::string("CREATE TABLE mine (x INTEGER); INSERT INTO mine VALUES (42);") + app);
+    const std::string before = bytes(file_);
+    for (const auto on_damage : {ConfigCache::OnDamage::kMoveAside, ConfigCache::OnDamage::kThrow}) {
+      try {
+        ConfigCache cache(file_, on_damage);
+        FAIL() << "another application's database was opened as a cache";
+      } catch (const tunebench::cache::SqliteError& e) {
+        EXPECT_EQ(e.code(), SQLITE_NOTADB);
+        EXPECT_NE(std::string(e.what()).find("is not a tunebench config cache"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(bytes(file_), before) << app;
+    EXPECT_EQ(count_aside(dir_), 0u);
+    EXPECT_EQ(files_in(dir_), 1u);
   }
+}
+
+// A cache whose tables are this library's but with no application_id (stamped by no version so
+// far, or cleared) is ours: opened, read, and stamped once written; a reader leaves it unstamped.
+TEST_F(ConfigCacheTest, ACacheWithoutApplicationIdIsKnownByItsTablesAndStamped) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  make_sqlite(file_, "PRAGMA application_id = 0;");
+  {
+    ConfigCache reader(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    EXPECT_EQ(reader.best(key())->config, "B=1");
+    EXPECT_EQ(reader.database().application_id(), 0);
+  }
+  ConfigCache cache(file_);
+  EXPECT_FALSE(cache.moved_aside());
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+  EXPECT_EQ(cache.database().application_id(), ConfigCache::kApplicationId);
+}
+
+// An empty file is SQLite's empty database: bench makes its cache there and says so in one
+// line; a reader finds no cache in it and changes nothing.
+TEST_F(ConfigCacheTest, AnEmptyFileBecomesACacheWithANoteAndIsNotReadAsOne) {
+  std::ofstream(file_).flush();
+  EXPECT_THROW(ConfigCache(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead),
+               tunebench::cache::SqliteError);
+  EXPECT_EQ(fs::file_size(file_), 0u);
   testing::internal::CaptureStderr();
   ConfigCache cache(file_);
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("not a tunebench config cache"), std::string::npos) << err;
-  ASSERT_TRUE(cache.moved_aside());
-  tunebench::cache::Database kept(*cache.moved_aside());
-  kept.exec("SELECT x FROM mine");  // still the other program's data
+  EXPECT_NE(err.find("is an empty file: starting a new cache in it\n"), std::string::npos) << err;
+  EXPECT_FALSE(cache.moved_aside());
+  cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  EXPECT_EQ(cache.database().application_id(), ConfigCache::kApplicationId);
 }
 
 TEST_F(ConfigCacheTest, SchemaOneIsMigratedKeepingRows) {
@@ -205,15 +314,47 @@ TEST_F(ConfigCacheTest, SchemaTwoIsMigratedWithHosts) {
   EXPECT_EQ(cache.measurement(key(), "B=3")->host, here);
 }
 
-TEST_F(ConfigCacheTest, NewerSchemaIsNotTouched) {
-  {
-    tunebench::cache::Database future(file_);
-    future.exec("PRAGMA application_id = 1413631555; PRAGMA user_version = 99; CREATE TABLE t (x);");
+TEST_F(ConfigCacheTest, NewerSchemaIsRefusedAndNotTouched) {
+  make_sqlite(file_, "PRAGMA application_id = 1413631555; PRAGMA user_version = 99; CREATE TABLE t (x);");
+  const std::string before = bytes(file_);
+  try {
+    ConfigCache cache(file_);
+    FAIL() << "a cache of schema 99 was opened";
+  } catch (const tunebench::cache::SqliteError& e) {
+    EXPECT_NE(std::string(e.what()).find("was written by a newer tunebench (schema 99, this one reads up to 3): left as it is"),
+              std::string::npos)
+        << e.what();
   }
-  testing::internal::CaptureStderr();
-  ConfigCache cache(file_);
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("newer tunebench"), std::string::npos);
-  EXPECT_TRUE(cache.moved_aside());
+  EXPECT_EQ(bytes(file_), before);
+  EXPECT_EQ(count_aside(dir_), 0u);
+}
+
+// Opened to read (tunebench-cache list, show, export), a cache is never written: not even the
+// journal mode of a copy in rollback mode, nor a migration of an older schema, which is shown
+// as it will read once migrated.
+TEST_F(ConfigCacheTest, ReadAccessWritesNothingAndReadsOlderSchemas) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 500)}, Best{"B=1", 500, 0});
+  }
+  make_sqlite(file_, "ALTER TABLE measurements DROP COLUMN host; PRAGMA user_version = 2; PRAGMA journal_mode = DELETE;");
+  const std::string before = bytes(file_);
+  {
+    ConfigCache cache(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    ASSERT_EQ(cache.measurements(key()).size(), 1u);
+    EXPECT_EQ(cache.measurements(key())[0].host, "");
+    EXPECT_EQ(cache.best(key())->config, "B=1");
+    EXPECT_THROW(cache.store(key(), {ok("B=2", 400)}, std::nullopt), tunebench::cache::SqliteError);
+  }
+  EXPECT_EQ(bytes(file_), before);
+  make_sqlite(file_, "DROP TABLE measurements; PRAGMA user_version = 1;");
+  const std::string v1 = bytes(file_);
+  {
+    ConfigCache cache(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    EXPECT_TRUE(cache.measurements(key()).empty());
+    EXPECT_EQ(cache.best(key())->config, "B=1");
+  }
+  EXPECT_EQ(bytes(file_), v1);
 }
 
 // Several processes write one file at once: no "database is locked", no lost rows.
@@ -252,90 +393,89 @@ TEST_F(ConfigCacheTest, ConcurrentWritersLoseNothing) {
 }
 
 TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
+  const std::string c1 = config_of("mxfp4_gemm", 0), c2 = config_of("mxfp4_gemm", 1);
   {
     ConfigCache cache(file_);
-    cache.store(key(), {ok("B=1", 2000), ok("B=2", 1500)}, Best{"B=2", 1500, 0});
-    cache.store(key("M=1,N=4096,K=4096"), {ok("B=1", 900)}, Best{"B=1", 900, 0});
+    cache.store(key(), {ok(c1, 2000), ok(c2, 1500)}, Best{c2, 1500, 0});
+    cache.store(key("M=1,N=4096,K=4096"), {ok(c1, 900)}, Best{c1, 900, 0});
   }
-  const std::string cli = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' ";
-  const auto run = [&](const std::string& args, std::string* out = nullptr) {
-    const std::string cmd = cli + args + " > '" + (dir_ / "out.txt").string() + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    if (out) {
-      std::ifstream f(dir_ / "out.txt");
-      *out = std::string(std::istreambuf_iterator<char>(f), {});
-    }
-    return WEXITSTATUS(rc);
-  };
   std::string out;
-  EXPECT_EQ(run("list", &out), 0);
-  EXPECT_NE(out.find("M=8,N=4096,K=4096  B=2  p50 1.50 us"), std::string::npos) << out;
-  EXPECT_EQ(run("show mxfp4_gemm M=8,N=4096,K=4096", &out), 0);
-  EXPECT_NE(out.find("best: B=2"), std::string::npos) << out;
-  EXPECT_EQ(run("export '" + (dir_ / "export.json").string() + "'"), 0);
-  EXPECT_EQ(run("evict mxfp4_gemm M=8,N=4096,K=4096 B=2", &out), 0);
+  EXPECT_EQ(cli("list", &out), 0);
+  EXPECT_NE(out.find("M=8,N=4096,K=4096  " + c2 + "  p50 1.50 us"), std::string::npos) << out;
+  EXPECT_EQ(cli("show mxfp4_gemm M=8,N=4096,K=4096", &out), 0);
+  EXPECT_NE(out.find("best: " + c2), std::string::npos) << out;
+  EXPECT_EQ(cli("export '" + (dir_ / "export.json").string() + "'"), 0);
+  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c2, &out), 0);
   EXPECT_NE(out.find("evicted 2 rows"), std::string::npos) << out;
-  EXPECT_EQ(run("evict mxfp4_gemm M=8,N=4096,K=4096 B=2"), 1);  // nothing left to evict
-  EXPECT_EQ(run("show nope nope"), 1);
-  EXPECT_EQ(run("frobnicate", &out), 2);
+  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c2), 1);  // nothing left to evict
+  EXPECT_EQ(cli("show nope nope"), 1);
+  EXPECT_EQ(cli("frobnicate", &out), 2);
   EXPECT_NE(out.find("'frobnicate': unknown command"), std::string::npos) << out;
-  EXPECT_EQ(run("show mxfp4_gemm", &out), 2);
+  EXPECT_EQ(cli("show mxfp4_gemm", &out), 2);
   EXPECT_NE(out.find("show: wrong number of arguments (1)"), std::string::npos) << out;
-  EXPECT_EQ(run("list --cache=other.sqlite", &out), 2);
+  EXPECT_EQ(cli("list --cache=other.sqlite", &out), 2);
   EXPECT_NE(out.find("list: '--cache=other.sqlite' is an option and comes before the command"), std::string::npos) << out;
   {
     ConfigCache cache(file_);
     EXPECT_FALSE(cache.best(key()));
   }
-  EXPECT_EQ(run("import '" + (dir_ / "export.json").string() + "'", &out), 0) << out;
-  ConfigCache cache(file_);
-  ASSERT_TRUE(cache.best(key()));
-  EXPECT_EQ(cache.best(key())->config, "B=2");
-  EXPECT_EQ(cache.measurements(key()).size(), 2u);
+  EXPECT_EQ(cli("import '" + (dir_ / "export.json").string() + "'", &out), 0) << out;
+  {
+    ConfigCache cache(file_);
+    ASSERT_TRUE(cache.best(key()));
+    EXPECT_EQ(cache.best(key())->config, c2);
+    EXPECT_EQ(cache.measurements(key()).size(), 2u);
+  }
+  // An export written before streaming (the whole document, dump(2), members in name order)
+  // still imports.
+  {
+    std::ifstream f(dir_ / "export.json");
+    std::ofstream(dir_ / "pretty.json") << nlohmann::json::parse(f).dump(2) << "\n";
+  }
+  EXPECT_EQ(cli("import '" + (dir_ / "pretty.json").string() + "'", &out), 0) << out;
+  EXPECT_NE(out.find("imported 2 keys"), std::string::npos) << out;
   std::ofstream(dir_ / "bad.json") << "{\"tunebench_cache_schema\": 1, \"entries\": [{\"key\": 3}]}";
-  EXPECT_EQ(run("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
+  EXPECT_EQ(cli("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("entries[0]: expected an object holding \"op\", got 3"), std::string::npos) << out;
-  std::ifstream exported(dir_ / "export.json");
-  std::string text((std::istreambuf_iterator<char>(exported)), {});
-  const auto at = text.find("\"p50_ns\": 1500");
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, 15, "\"p50_ns\": -1500");
+  std::string text = bytes(dir_ / "export.json");
+  const auto at = text.find("\"p50_ns\":1500");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 13, "\"p50_ns\":-1500");
   std::ofstream(dir_ / "negative.json") << text;
-  EXPECT_EQ(run("import '" + (dir_ / "negative.json").string() + "'", &out), 2);
+  EXPECT_EQ(cli("import '" + (dir_ / "negative.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("negative"), std::string::npos) << out;
   // Wrong types and empty key fields are named, without the JSON library's wording.
   std::ofstream(dir_ / "types.json") << R"({"tunebench_cache_schema": 1, "entries": [{"key": {"op": 3}}]})";
-  EXPECT_EQ(run("import '" + (dir_ / "types.json").string() + "'", &out), 2);
+  EXPECT_EQ(cli("import '" + (dir_ / "types.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("entries[0]: \"op\": expected a string, got 3"), std::string::npos) << out;
   std::ofstream(dir_ / "empty_op.json")
       << R"({"tunebench_cache_schema": 1, "entries": [{"key": {"op": "", "kernel_version": "v", "tuning_key": "M=1", "device_name": "d",
             "device_cc": "9.0", "toolkit": "t", "timing_mode": "kernel"}, "measurements": [], "best": null}]})";
-  EXPECT_EQ(run("import '" + (dir_ / "empty_op.json").string() + "'", &out), 2);
+  EXPECT_EQ(cli("import '" + (dir_ / "empty_op.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"op\": expected a non-empty string"), std::string::npos) << out;
   // Merging keeps what the cache learnt later: an export whose best is older changes no best.
   {
-    std::ifstream f(dir_ / "export.json");
-    std::string old((std::istreambuf_iterator<char>(f)), {});
-    for (std::size_t u = 0; (u = old.find("\"updated_at\": ", u)) != std::string::npos;) {
-      const auto end = old.find_first_of(",\n}", u + 14);
-      old.replace(u + 14, end - (u + 14), "1");
-      u += 15;
+    std::string old = bytes(dir_ / "export.json");
+    for (std::size_t u = 0; (u = old.find("\"updated_at\":", u)) != std::string::npos;) {
+      const auto end = old.find_first_of(",\n}", u + 13);
+      old.replace(u + 13, end - (u + 13), "1");
+      u += 14;
     }
-    const auto cfg = old.find("\"config\": \"B=2\"");  // the first best is key()'s
+    const auto cfg = old.find("\"config\":\"" + c2 + "\"");  // the first is key()'s best
     ASSERT_NE(cfg, std::string::npos);
-    old.replace(cfg, 15, "\"config\": \"B=1\"");
+    old.replace(cfg, 11 + c2.size(), "\"config\":\"" + c1 + "\"");
     std::ofstream(dir_ / "old.json") << old;
   }
-  EXPECT_EQ(run("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
+  EXPECT_EQ(cli("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
   EXPECT_NE(out.find("best configs)"), std::string::npos) << out;
   {
     ConfigCache merged(file_);
-    EXPECT_EQ(merged.best(key())->config, "B=2");
+    EXPECT_EQ(merged.best(key())->config, c2);
   }
   std::ofstream(dir_ / "noschema.json") << R"({"entries": []})";
-  EXPECT_EQ(run("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
+  EXPECT_EQ(cli("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
-  EXPECT_EQ(run("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
+  EXPECT_EQ(cli("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
   const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() + "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(missing.c_str())), 2);
   EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a read-only command creates nothing
@@ -343,6 +483,34 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   const std::string empty = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "empty.sqlite").string() + "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(empty.c_str())), 2);
   EXPECT_EQ(fs::file_size(dir_ / "empty.sqlite"), 0u);  // nor turns an empty file into a cache
+}
+
+// list, show and export read: a cache in rollback mode (as another tool may leave a copy)
+// stays byte for byte as it was; before, list switched it to WAL.
+TEST_F(ConfigCacheTest, CliInspectionWritesNothing) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok(config_of("mxfp4_gemm", 0), 1500)}, Best{config_of("mxfp4_gemm", 0), 1500, 0});
+  }
+  make_sqlite(file_, "PRAGMA journal_mode = DELETE;");
+  const std::string before = bytes(file_);
+  std::string out;
+  EXPECT_EQ(cli("list", &out), 0) << out;
+  EXPECT_EQ(cli("show mxfp4_gemm M=8,N=4096,K=4096", &out), 0) << out;
+  EXPECT_EQ(cli("export '" + (dir_ / "e.json").string() + "'", &out), 0) << out;
+  EXPECT_EQ(bytes(file_), before);
+  // Another application's file: one line, exit 2, left as it was.
+  make_sqlite(dir_ / "other.sqlite", "CREATE TABLE mine (x); PRAGMA journal_mode = DELETE;");
+  const std::string other = bytes(dir_ / "other.sqlite");
+  for (const std::string& cmd : {std::string("list"), "import '" + (dir_ / "e.json").string() + "'"}) {
+    const std::string line = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "other.sqlite").string() +
+                             "' " + cmd + " > '" + (dir_ / "o.txt").string() + "' 2>&1";
+    EXPECT_EQ(WEXITSTATUS(std::system(line.c_str())), 2) << cmd;
+    const std::string said = bytes(dir_ / "o.txt");
+    EXPECT_NE(said.find("is not a tunebench config cache"), std::string::npos) << said;
+    EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+    EXPECT_EQ(bytes(dir_ / "other.sqlite"), other) << cmd;
+  }
 }
 
 // A key with one candidate is not timed (its p50 is stored as 0): the list says so instead of
@@ -395,7 +563,7 @@ TEST_F(ConfigCacheTest, ADeviceIsRefusedAndNothingIsMadeBesideIt) {
 
 TEST_F(ConfigCacheTest, TwoCorruptFilesInOneSecondAreBothKept) {
   for (int i = 0; i < 2; ++i) {
-    std::ofstream(file_) << std::string(5000 + i, 'x');
+    make_damaged_cache(file_);
     testing::internal::CaptureStderr();
     ConfigCache cache(file_);
     testing::internal::GetCapturedStderr();
@@ -412,7 +580,7 @@ TEST_F(ConfigCacheTest, CliInspectionLeavesADamagedFileAlone) {
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
   std::ifstream out(dir_ / "out.txt");
   const std::string text(std::istreambuf_iterator<char>(out), {});
-  EXPECT_NE(text.find("is not an SQLite database (left as it is"), std::string::npos) << text;
+  EXPECT_NE(text.find("is not an SQLite database: left as it is"), std::string::npos) << text;
   std::ifstream kept(file_);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "not a database, but somebody's data");
   int others = 0;
@@ -615,4 +783,144 @@ TEST_F(ConfigCacheTest, AReadOnlyFileInAWritableFolderGetsNothingBesideIt) {
   EXPECT_EQ(rc, 0);
   EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-shm"));
   EXPECT_FALSE(fs::exists(dir_ / "configs.sqlite-wal"));
+}
+
+// A row JSON cannot hold (bytes that are not UTF-8) stops the export with one line naming it,
+// and an earlier export at that path is kept whole: the file is written beside it and renamed.
+TEST_F(ConfigCacheTest, CliExportFailureKeepsTheEarlierFile) {
+  const std::string c = config_of("mxfp4_gemm", 0);
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok(c, 1500)}, Best{c, 1500, 0});
+  }
+  const fs::path target = dir_ / "export.json";
+  std::string out;
+  ASSERT_EQ(cli("export '" + target.string() + "'", &out), 0) << out;
+  const std::string earlier = bytes(target);
+  {
+    ConfigCache cache(file_);
+    cache.store(key("M=1,N=4096,K=4096"), {ok("BAD=\xff\xfe", 900)}, std::nullopt);
+  }
+  EXPECT_EQ(cli("export '" + target.string() + "'", &out), 2);
+  EXPECT_NE(out.find("tunebench-cache: export " + target.string() +
+                     ": entries[0] (op 'mxfp4_gemm', tuning key 'M=1,N=4096,K=4096') config 'BAD=\\xff\\xfe': "
+                     "\"config\" 'BAD=\\xff\\xfe' is not UTF-8"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("the file there is left as it was\n"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(out.find("json.exception"), std::string::npos) << out;
+  EXPECT_EQ(bytes(target), earlier);
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << f.path();
+  }
+}
+
+// Imports are checked against the build's ops: an unknown op (unless --keep-unknown-ops), a key
+// no shape makes, a config of no space, a made-up time and a timestamp in the future are each
+// refused in one line naming the entry, and nothing of the file is stored.
+TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
+  const std::string c = config_of("mxfp4_gemm", 0);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto doc = [&](const std::string& op, const std::string& tuning_key, const std::string& config, std::int64_t p50,
+                       std::int64_t updated_at) {
+    nlohmann::json k = {{"op", op}, {"kernel_version", "k1"}, {"tuning_key", tuning_key}, {"device_name", "NVIDIA H200"},
+                        {"device_cc", "9.0"}, {"toolkit", "cuda 13.0"}, {"timing_mode", "kernel"}};
+    nlohmann::json m = {{"config", config}, {"status", "ok"}, {"p20_ns", p50}, {"p50_ns", p50}, {"p80_ns", p50},
+                        {"error", ""}, {"measured_at", now - 10}, {"device_uuid", "GPU-1"}, {"host", "h"}};
+    nlohmann::json e = {{"key", k}, {"best", {{"config", config}, {"p50_ns", p50}, {"updated_at", updated_at}}},
+                        {"measurements", nlohmann::json::array({m})}};
+    nlohmann::json d = {{"tunebench_cache_schema", 3}, {"entries", nlohmann::json::array({e})}};
+    static int n = 0;
+    const fs::path f = dir_ / ("in" + std::to_string(n++) + ".json");
+    std::ofstream(f) << d.dump();
+    return "'" + f.string() + "'";
+  };
+  { ConfigCache create(file_); }
+  std::string out;
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {doc("nope_op", "M=8,N=4096,K=4096", c, 1500, now - 5), "entries[0]: op 'nope_op' is not an op of this build ("},
+      {doc("mxfp4_gemm", "M=0,N=4096,K=4096", c, 1500, now - 5),
+       "entries[0]: tuning key 'M=0,N=4096,K=4096' of op mxfp4_gemm: expected M=<M>,N=<N>,K=<K> with each > 0"},
+      {doc("mxfp4_gemm", "M=8,N=4096,K=100", c, 1500, now - 5), "K=100 is not a multiple of 32"},
+      {doc("mxfp4_gemm", "banana", c, 1500, now - 5), "tuning key 'banana' of op mxfp4_gemm: expected"},
+      {doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5),
+       "config 'BLOCK_Q=7' of op mxfp4_gemm: not a config of its default or expanded space"},
+      {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1, now - 5), "p50_ns 1 ns: expected a measured time of at least 100 ns"},
+      {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, 4102444800),
+       "\"updated_at\": 4102444800 is not a time up to now"},
+  };
+  for (const auto& [file, expected] : refused) {
+    EXPECT_EQ(cli("import " + file, &out), 2) << expected;
+    EXPECT_NE(out.find(expected), std::string::npos) << out;
+    EXPECT_NE(out.find("; nothing imported\n"), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+  {
+    ConfigCache cache(file_);
+    EXPECT_TRUE(cache.entries().empty());
+  }
+  // Another build's op is kept, unchecked, when asked; this build's ops are still checked.
+  EXPECT_EQ(cli("import --keep-unknown-ops " + doc("other_op", "anything", "X=1", 1500, now - 5), &out), 0) << out;
+  EXPECT_NE(out.find("1 keys of ops this build lacks, kept unchecked"), std::string::npos) << out;
+  EXPECT_EQ(cli("import --keep-unknown-ops " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5), &out), 2);
+  EXPECT_EQ(cli("import " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5), &out), 0) << out;
+  ConfigCache cache(file_);
+  EXPECT_EQ(cache.best(key())->config, c);
+  EXPECT_EQ(cache.entries().size(), 2u);
+}
+
+// What list and show print of a cache is one line per row whatever the cache holds (an imported
+// name with an escape sequence or a newline), and its numbers have a point in any locale.
+TEST_F(ConfigCacheTest, CliOutputIsEscapedAndInCNumbers) {
+  const std::string c = config_of("mxfp4_gemm", 0);
+  {
+    ConfigCache cache(file_);
+    Key k = key();
+    k.device_name = "H200\x1b]0;pwned\x07\nFAKE LINE";
+    Measurement m = ok(c, 2066820);
+    m.error = "bad\r\x9b";
+    m.status = Status::kLaunchFailed;
+    cache.store(k, {m}, Best{c, 2066820, 0});
+  }
+  std::string out;
+  ASSERT_EQ(cli("list", &out), 0) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("p50 2066.82 us  [H200\\x1b]0;pwned\\x07\\nFAKE LINE 9.0"), std::string::npos) << out;
+  ASSERT_EQ(cli("show mxfp4_gemm M=8,N=4096,K=4096", &out), 0) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_NE(out.find("bad\\r\\x9b"), std::string::npos) << out;
+  // Numbers: an integer formatting, checked here under a decimal-comma locale when there is one.
+  if (std::setlocale(LC_ALL, "de_DE.UTF-8") || std::setlocale(LC_ALL, "de_DE.utf8")) {
+    EXPECT_EQ(tunebench::cache::us_text(2066820), "2066.82");
+    std::setlocale(LC_ALL, "C");
+  }
+  EXPECT_EQ(tunebench::cache::us_text(2066825), "2066.83");
+  EXPECT_EQ(tunebench::cache::us_text(5), "0.01");
+  EXPECT_EQ(tunebench::cache::us_text(1000), "1.00");
+  EXPECT_EQ(tunebench::cache::us_text(std::nullopt), "-");
+}
+
+// bench on another application's SQLite file (or a cache of a newer schema): one line, exit 2,
+// the file byte for byte as it was, nothing made beside it, no run folder.
+TEST_F(ConfigCacheTest, BenchRefusesAForeignFileAndLeavesIt) {
+  for (const char* sql : {"CREATE TABLE mine (x); INSERT INTO mine VALUES (1);",
+                          "PRAGMA application_id = 1413631555; PRAGMA user_version = 9; CREATE TABLE t (x);"}) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    make_sqlite(file_, sql);
+    const std::string before = bytes(file_);
+    const std::string cmd = "cd '" + dir_.string() + "' && TUNEBENCH_CACHE='" + file_.string() + "' '" +
+                            TUNEBENCH_BENCH_EXE + "' --tunebench_shapes='" + TUNEBENCH_SHAPE_DIR +
+                            "' --benchmark_filter=cpu_mxfp4_gemm/dsv4f_decode_tp4/M:1/ > out.txt 2> err.txt";
+    EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2) << sql;
+    const std::string err = bytes(dir_ / "err.txt");
+    EXPECT_EQ(err.rfind("bench: config cache " + file_.string(), 0), 0u) << err;
+    EXPECT_NE(err.find(": left as it is;"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_EQ(bytes(file_), before);
+    EXPECT_EQ(files_in(dir_), 3u) << "beside the file: only out.txt and err.txt";
+  }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -12,21 +13,25 @@
 #include <utility>
 
 namespace tunebench::cache {
-namespace {
+namespace detail {
 
-namespace fs = std::filesystem;
-
-// Move-only owner of a prepared statement; every value is bound, never spliced into SQL.
+// Owner of a prepared statement; every value is bound, never spliced into SQL.
 class Statement {
  public:
-  Statement(Database& db, const char* sql) : db_(db) {
-    const int rc = sqlite3_prepare_v2(db.handle(), sql, -1, &stmt_, nullptr);
+  Statement(Database& db, const char* sql) : db_(db.handle()), path_(db.path().string()) {
+    const int rc = sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr);
     if (rc != SQLITE_OK) fail(rc, "prepare");
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
+  /// Ready to run again: the last run's rows and bindings gone.
+  Statement& reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return *this;
+  }
   Statement& bind(int i, const std::string& v) {
     check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
     return *this;
@@ -52,7 +57,9 @@ class Statement {
   }
   std::string text(int col) const {
     const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
+    // The byte count, not strlen: a stored string may hold a NUL.
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
   }
   std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::optional<std::int64_t> opt_int64(int col) const {
@@ -69,13 +76,19 @@ class Statement {
     if (rc != SQLITE_OK) fail(rc, "bind");
   }
   [[noreturn]] void fail(int rc, const char* what) const {
-    throw SqliteError(std::string("config cache ") + what + " on " + db_.path().string() + ": " +
-                          describe_error(rc, db_.handle()),
-                      rc);
+    throw SqliteError(std::string("config cache ") + what + " on " + path_ + ": " + describe_error(rc, db_), rc);
   }
-  Database& db_;
+  sqlite3* db_;
+  std::string path_;
   sqlite3_stmt* stmt_ = nullptr;
 };
+
+}  // namespace detail
+
+namespace {
+
+namespace fs = std::filesystem;
+using detail::Statement;
 
 // BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on the busy
 // timeout instead of failing on lock upgrade; rolled back if the scope exits by exception.
@@ -154,7 +167,102 @@ Status status_from_string(std::string_view text) {
                               "': expected ok, compile_failed, launch_failed, wrong_result, timeout or unsupported");
 }
 
-ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy busy) : path_(path), busy_(busy) {
+namespace {
+
+// What a file at the cache's path is, found before anything is written to it.
+struct Identity {
+  enum Kind { kEmpty, kOurs, kForeign } kind = kForeign;
+  std::string problem;  // for kForeign: what the file is, after its name
+};
+
+constexpr char kSqliteMagic[] = "SQLite format 3";  // and its NUL: the first 16 bytes
+
+std::uint32_t big_endian(const unsigned char* p) {
+  return static_cast<std::uint32_t>(p[0]) << 24 | static_cast<std::uint32_t>(p[1]) << 16 |
+         static_cast<std::uint32_t>(p[2]) << 8 | static_cast<std::uint32_t>(p[3]);
+}
+
+// The columns of `table` in `db`, in order ("" when it has none).
+std::string columns_of(Database& db, const std::string& table) {
+  Statement s(db, ("SELECT group_concat(name, ',') FROM pragma_table_info('" + table + "')").c_str());
+  return s.step() ? s.text(0) : "";
+}
+
+// The tables of a tunebench cache, as the versions before application_id was checked made them.
+bool has_our_tables(Database& db) {
+  std::vector<std::string> tables;
+  Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  while (s.step()) tables.push_back(s.text(0));
+  const std::string key = "op,kernel_version,tuning_key,device_name,device_cc,toolkit,timing_mode,";
+  if (tables.empty() || tables[0] != "best" || tables.size() > 2) return false;
+  if (columns_of(db, "best") != key + "config,p50_ns,updated_at") return false;
+  if (tables.size() == 1) return true;
+  const std::string m = columns_of(db, "measurements");
+  const std::string v2 = key + "config,status,p20_ns,p50_ns,p80_ns,error,measured_at,device_uuid";
+  return tables[1] == "measurements" && (m == v2 || m == v2 + ",host");
+}
+
+Identity identify(const fs::path& path, std::int32_t our_id, int our_version, int busy_timeout_ms) {
+  std::error_code ec;
+  fs::path wal = path;
+  wal += "-wal";
+  const bool wal_pending = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
+  if (fs::file_size(path, ec) == 0 && !ec && !wal_pending) return {Identity::kEmpty, ""};
+  unsigned char header[100] = {};
+  std::size_t got = 0;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    got = std::fread(header, 1, sizeof header, f);
+    std::fclose(f);
+  }
+  if (got < sizeof header || std::memcmp(header, kSqliteMagic, sizeof kSqliteMagic) != 0) {
+    return {Identity::kForeign, "is not an SQLite database"};
+  }
+  // The header's own fields (offsets 68 and 60), for when SQLite cannot read further: a WAL
+  // may hold newer ones, so SQLite's answer wins where there is one.
+  const auto header_id = static_cast<std::int32_t>(big_endian(header + 68));
+  try {
+    Database probe(path, busy_timeout_ms, Access::kProbe);
+    const std::int32_t id = probe.application_id();
+    const int version = probe.user_version();
+    Statement count(probe, "SELECT count(*) FROM sqlite_master");
+    const auto objects = count.step() ? count.int64(0) : 0;
+    const bool ours = id == our_id || (id == 0 && version >= 1 && has_our_tables(probe));
+    if (id == 0 && version == 0 && objects == 0) return {Identity::kEmpty, ""};
+    if (!ours) {
+      char text[16];
+      std::snprintf(text, sizeof text, "0x%08x", static_cast<std::uint32_t>(id));
+      return {Identity::kForeign, "is not a tunebench config cache (an SQLite database with application_id " +
+                                      std::string(text) + (id == 0 ? " and other tables" : "") + ")"};
+    }
+    if (version > our_version) {
+      return {Identity::kForeign, "was written by a newer tunebench (schema " + std::to_string(version) +
+                                      ", this one reads up to " + std::to_string(our_version) + ")"};
+    }
+    return {Identity::kOurs, ""};
+  } catch (const SqliteError& e) {
+    // A lock held too long, a permission: the file's state, not what it is; said as it is.
+    if ((e.code() & 0xff) != SQLITE_NOTADB && (e.code() & 0xff) != SQLITE_CORRUPT) throw;
+    if (header_id != our_id) {
+      return {Identity::kForeign, std::string("cannot be read as an SQLite database (") + e.what() + ")"};
+    }
+    // Ours by its header. Whether it is damaged is for the connection that takes SQLite's locks
+    // to say: the probe may have read the file alone while another process checkpointed into it.
+    return {Identity::kOurs, ""};
+  }
+}
+
+std::string one_line(std::string text) {
+  for (auto& ch : text) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy busy, Access access)
+    : path_(path), busy_(busy) {
+  if (access == Access::kProbe) access = Access::kRead;
   std::error_code ec;
   if (fs::is_directory(path_, ec)) {
     throw SqliteError("config cache " + path_.string() + ": is a folder, expected a file", SQLITE_CANTOPEN);
@@ -165,6 +273,9 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
     throw SqliteError("config cache " + path_.string() + ": is not a regular file, expected a file", SQLITE_CANTOPEN);
   }
   ec.clear();
+  if (access == Access::kRead && !fs::exists(path_, ec)) {
+    throw SqliteError("config cache " + path_.string() + ": no such file", SQLITE_CANTOPEN);
+  }
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec) {
     throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),
@@ -175,44 +286,56 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
     migrate();
     return;
   }
-  open_checked(on_damage);
-  migrate();
+  open_checked(access == Access::kRead ? OnDamage::kThrow : on_damage, access);
+  if (access == Access::kRead || db_->read_only()) {
+    read_older_schema();
+  } else {
+    migrate();
+  }
 }
 
-void ConfigCache::open_checked(OnDamage on_damage) {
+ConfigCache::~ConfigCache() = default;
+
+void ConfigCache::open_checked(OnDamage on_damage, Access access) {
+  const Identity id = identify(path_, kApplicationId, kSchemaVersion, static_cast<int>(busy_.timeout.count()));
+  const std::string name = "config cache " + path_.string() + " ";
+  if (id.kind == Identity::kForeign) {
+    throw SqliteError(name + one_line(id.problem) + ": left as it is; point TUNEBENCH_CACHE (or --tunebench_cache, " +
+                          "--cache) at another file",
+                      SQLITE_NOTADB);
+  }
+  if (id.kind == Identity::kEmpty) {
+    if (access == Access::kRead) {
+      throw SqliteError(name + "is empty: not a config cache yet (bench or tunebench-cache import makes one there)",
+                        SQLITE_CANTOPEN);
+    }
+    std::cerr << "tunebench: " << name << "is an empty file: starting a new cache in it\n";
+  }
   std::string problem;
   try {
-    db_.emplace(path_, static_cast<int>(busy_.timeout.count()));
-    const auto app = pragma_int(*db_, "PRAGMA application_id");
-    const auto version = pragma_int(*db_, "PRAGMA user_version");
-    const auto tables = pragma_int(*db_, "SELECT count(*) FROM sqlite_master");
-    if (app != kApplicationId && !(app == 0 && version == 0 && tables == 0)) {
-      problem = "is not a tunebench config cache (application_id " + std::to_string(app) + ")";
-    } else if (version > kSchemaVersion) {
-      problem = "was written by a newer tunebench (schema " + std::to_string(version) + ", this one reads up to " +
-                std::to_string(kSchemaVersion) + ")";
-    } else if (const auto integrity = db_->integrity_check(); integrity != "ok") {
-      // The first problem SQLite names, whole (integrity_check lists one per line).
-      problem = "fails integrity check: " + integrity.substr(0, integrity.find('\n'));
+    db_.emplace(path_, static_cast<int>(busy_.timeout.count()), access);
+    if (id.kind == Identity::kOurs) {
+      if (const auto integrity = db_->integrity_check(); integrity != "ok") {
+        // The first problem SQLite names, whole (integrity_check lists one per line).
+        problem = "fails integrity check: " + one_line(integrity.substr(0, integrity.find('\n')));
+      }
     }
   } catch (const SqliteError& e) {
-    // Only a file SQLite cannot read as a database is set aside; a permission or locking
+    // Only a file SQLite cannot read as a database is damaged; a permission or locking
     // problem is reported as it is.
-    if (e.code() != SQLITE_NOTADB && e.code() != SQLITE_CORRUPT) throw;
-    problem = e.code() == SQLITE_NOTADB ? "is not an SQLite database" : "is corrupt (SQLite: database disk image is malformed)";
+    if ((e.code() & 0xff) != SQLITE_NOTADB && (e.code() & 0xff) != SQLITE_CORRUPT) throw;
+    problem = "is corrupt (" + one_line(e.what()) + ")";
   }
   if (problem.empty()) return;
-  for (auto& ch : problem) {
-    if (ch == '\n') ch = ' ';
-  }
+  db_.reset();
   if (on_damage == OnDamage::kThrow) {
-    db_.reset();
-    throw SqliteError("config cache " + path_.string() + " " + problem +
-                          " (left as it is; bench moves such a file aside and starts a fresh cache)",
+    throw SqliteError(name + problem + " (left as it is; bench moves a damaged cache aside and starts a fresh one)",
                       SQLITE_CORRUPT);
   }
+  move_aside(problem);
+}
 
-  db_.reset();
+void ConfigCache::move_aside(const std::string& problem) {
   fs::path aside = path_;
   aside += ".corrupt-" + std::to_string(now_s());
   for (int i = 2; fs::exists(aside); ++i) {  // never overwrite an earlier one
@@ -222,7 +345,7 @@ void ConfigCache::open_checked(OnDamage on_damage) {
   std::error_code ec;
   fs::rename(path_, aside, ec);
   if (ec) throw SqliteError("config cache " + path_.string() + " is unusable (" + problem + ") and cannot be moved aside: " + ec.message(), SQLITE_CANTOPEN);
-  for (const char* suffix : {"-wal", "-shm"}) {
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
     fs::path side = path_;
     side += suffix;
     fs::path side_aside = aside;
@@ -237,14 +360,19 @@ void ConfigCache::open_checked(OnDamage on_damage) {
 
 void ConfigCache::migrate() {
   // Current files need no write at all, so a read-only cache can still be read.
-  if (pragma_int(*db_, "PRAGMA user_version") == kSchemaVersion) return;
+  if (pragma_int(*db_, "PRAGMA user_version") == kSchemaVersion &&
+      pragma_int(*db_, "PRAGMA application_id") == kApplicationId) {
+    return;
+  }
   WriteTransaction tx(*db_);
   auto version = pragma_int(*db_, "PRAGMA user_version");  // re-read under the write lock
+  // A cache of a tunebench that made its tables without the stamp: identified by its tables
+  // when opened (open_checked), stamped now so the next open knows it at once.
+  db_->exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   if (version < 1) {
     db_->exec(std::string("CREATE TABLE best (") + kKeyColumns +
               ", config TEXT NOT NULL, p50_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (" +
               kKeyList + "))");
-    db_->exec("PRAGMA application_id = " + std::to_string(kApplicationId));
     version = 1;
   }
   if (version < 2) {
@@ -265,11 +393,35 @@ void ConfigCache::migrate() {
   tx.commit();
 }
 
+Statement& ConfigCache::prepared(const std::string& sql) {
+  auto& slot = statements_[sql];
+  if (!slot) slot = std::make_unique<Statement>(*db_, sql.c_str());
+  return slot->reset();
+}
+
+void ConfigCache::read_older_schema() {
+  // Opened without writing (Access::kRead, or a file this user cannot write): an older schema
+  // is not migrated but shown as the current one, through a TEMP table or view of the same name,
+  // which SQLite resolves before the file's own (unqualified names search temp first).
+  const auto version = pragma_int(*db_, "PRAGMA user_version");
+  if (version >= kSchemaVersion) return;
+  if (version < 2) {
+    db_->exec(std::string("CREATE TEMP TABLE measurements (") + kKeyColumns +
+              ", config TEXT NOT NULL, status TEXT NOT NULL, p20_ns INTEGER, p50_ns INTEGER, p80_ns INTEGER, "
+              "error TEXT NOT NULL DEFAULT '', measured_at INTEGER NOT NULL, device_uuid TEXT NOT NULL DEFAULT '', "
+              "host TEXT NOT NULL DEFAULT '')");
+  } else {
+    db_->exec("CREATE TEMP VIEW measurements AS SELECT *, '' AS host FROM main.measurements");
+  }
+}
+
 std::optional<Best> ConfigCache::best(const Key& key) {
-  Statement s(*db_, (std::string("SELECT config, p50_ns, updated_at FROM best WHERE ") + kKeyMatch).c_str());
+  Statement& s = prepared(std::string("SELECT config, p50_ns, updated_at FROM best WHERE ") + kKeyMatch);
   s.bind_key(key);
   if (!s.step()) return std::nullopt;
-  return Best{s.text(0), s.int64(1), s.int64(2)};
+  Best b{s.text(0), s.int64(1), s.int64(2)};
+  s.reset();  // a statement left on a row holds its read snapshot: later writes would find it stale
+  return b;
 }
 
 namespace {
@@ -294,19 +446,33 @@ constexpr const char* kMeasurementColumns =
 }  // namespace
 
 std::optional<Measurement> ConfigCache::measurement(const Key& key, const std::string& config) {
-  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch + " AND config = ?8").c_str());
+  Statement& s = prepared(std::string(kMeasurementColumns) + kKeyMatch + " AND config = ?8");
   s.bind_key(key).bind(8, config);
   if (!s.step()) return std::nullopt;
-  return read_measurement(s);
+  Measurement m = read_measurement(s);
+  s.reset();
+  return m;
 }
 
 std::vector<Measurement> ConfigCache::measurements(const Key& key) {
-  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch +
-                     " ORDER BY status != 'ok', p50_ns, config").c_str());
-  s.bind_key(key);
   std::vector<Measurement> out;
-  while (s.step()) out.push_back(read_measurement(s));
+  for_each_measurement(key, [&](const Measurement& m) { out.push_back(m); });
   return out;
+}
+
+void ConfigCache::for_each_measurement(const Key& key, const std::function<void(const Measurement&)>& fn) {
+  // Its own statement, not a prepared() one: `fn` may read the cache meanwhile.
+  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch + " ORDER BY status != 'ok', p50_ns, config").c_str());
+  s.bind_key(key);
+  while (s.step()) fn(read_measurement(s));
+}
+
+void ConfigCache::for_each_key(const std::function<void(const Key&)>& fn) {
+  // UNION removes the keys both tables hold; SQLite sorts through its page cache and temporary
+  // files, not in memory as a whole.
+  Statement s(*db_, (std::string("SELECT ") + kKeyList + " FROM (SELECT " + kKeyList + " FROM measurements UNION SELECT " +
+                     kKeyList + " FROM best) ORDER BY op, tuning_key, " + kKeyList).c_str());
+  while (s.step()) fn(s.key(0));
 }
 
 // SQLite would fail the first write with its own words ("attempt to write a readonly database"),
@@ -320,14 +486,12 @@ void ConfigCache::require_writable(const char* action) const {
 
 // SQLite's busy timeout covers one attempt; a lock held longer (a long import in another
 // process) would throw away a sweep's results, so a store tries again, pausing longer each time.
-void ConfigCache::write_retrying(const std::function<void()>& rows) {
+void ConfigCache::write_retrying(const std::function<void()>& attempt) {
   const auto start = std::chrono::steady_clock::now();
   auto pause = std::chrono::milliseconds(std::max<std::int64_t>(1, busy_.timeout.count() / 20));
   for (;;) {
     try {
-      WriteTransaction tx(*db_);
-      rows();
-      tx.commit();
+      attempt();
       return;
     } catch (const SqliteError& e) {
       if (!is_busy(e.code())) throw;
@@ -346,14 +510,41 @@ void ConfigCache::write_retrying(const std::function<void()>& rows) {
   }
 }
 
+void ConfigCache::write_rows_retrying(const std::function<void()>& rows) {
+  write_retrying([&] {
+    WriteTransaction tx(*db_);
+    rows();
+    tx.commit();
+  });
+}
+
+ConfigCache::Transaction::Transaction(ConfigCache& cache) : cache_(cache) {
+  cache_.require_writable("store results in it");
+  cache_.write_retrying([&] { cache_.db_->exec("BEGIN IMMEDIATE"); });
+}
+
+ConfigCache::Transaction::~Transaction() {
+  if (!done_) sqlite3_exec(cache_.db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void ConfigCache::Transaction::store(const Key& key, const std::vector<Measurement>& results,
+                                     const std::optional<Best>& best) {
+  cache_.store_rows(key, results, best);
+}
+
+void ConfigCache::Transaction::commit() {
+  cache_.db_->exec("COMMIT");
+  done_ = true;
+}
+
 void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   require_writable("store results in it");
-  write_retrying([&] { store_rows(key, results, best); });
+  write_rows_retrying([&] { store_rows(key, results, best); });
 }
 
 void ConfigCache::store(const std::vector<Entry>& entries) {
   require_writable("store results in it");
-  write_retrying([&] {
+  write_rows_retrying([&] {
     for (const auto& e : entries) store_rows(e.key, e.results, e.best);
   });
 }
@@ -370,17 +561,17 @@ std::vector<ConfigCache::Entry> ConfigCache::entries() {
 
 void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   for (const auto& m : results) {
-    Statement s(*db_, (std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
-                       ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host) VALUES "
-                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)").c_str());
+    Statement& s = prepared(std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
+                            ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host) VALUES "
+                            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     s.bind_key(key).bind(8, m.config).bind(9, std::string(to_string(m.status))).bind(10, m.p20_ns)
         .bind(11, m.p50_ns).bind(12, m.p80_ns).bind(13, m.error).bind(14, m.measured_at ? m.measured_at : now_s())
         .bind(15, m.device_uuid).bind(16, m.host.empty() ? this_host() : m.host);
     s.step();
   }
   if (best) {
-    Statement s(*db_, (std::string("INSERT OR REPLACE INTO best (") + kKeyList +
-                       ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)").c_str());
+    Statement& s = prepared(std::string("INSERT OR REPLACE INTO best (") + kKeyList +
+                            ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     s.bind_key(key).bind(8, best->config).bind(9, best->p50_ns).bind(10, best->updated_at ? best->updated_at : now_s());
     s.step();
   }

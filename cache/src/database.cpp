@@ -61,13 +61,28 @@ std::string describe_error(int rc, sqlite3* db) {
   return text;
 }
 
-Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : path_(path) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+Database::Database(const std::filesystem::path& path, int busy_timeout_ms, Access access) : path_(path) {
   std::error_code ec;
-  const bool exists = std::filesystem::exists(path, ec);
   std::filesystem::path wal = path;
   wal += "-wal";
   const bool wal_pending = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
+  if (access == Access::kProbe) {
+    // immutable=1 reads the file alone and makes nothing beside it; only transactions still in
+    // a -wal need mode=ro, which reads them through the -shm that is there with it.
+    open_read_only(wal_pending ? std::vector<const char*>{"mode=ro"} : std::vector<const char*>{"immutable=1"},
+                   busy_timeout_ms, wal_pending, "looking at it");
+    return;
+  }
+  if (access == Access::kRead) {
+    // mode=ro takes SQLite's locks, so a writer in another process never shows a torn state;
+    // another user's file is read alone, as below, so nothing is made beside it.
+    std::vector<const char*> queries{"mode=ro"};
+    if (!wal_pending) queries.insert(writable(path) ? queries.end() : queries.begin(), "immutable=1");
+    open_read_only(queries, busy_timeout_ms, wal_pending, "opened read-only");
+    return;
+  }
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  const bool exists = std::filesystem::exists(path, ec);
   if (exists && !writable(path)) {
     // Another user's file: opened read-write, SQLite would still make a -shm (and an empty -wal)
     // beside it in a folder this user can write. immutable=1 reads the file alone; only while a
@@ -114,11 +129,10 @@ void Database::open_read_only(const std::vector<const char*>& queries, int busy_
   for (const char* query : queries) {
     sqlite3_close(std::exchange(db_, nullptr));
     const int rc_open = sqlite3_open_v2(file_uri(path_, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    // The timeout before the first read: a WAL reader may have to wait for a writer's recovery.
+    if (rc_open == SQLITE_OK) sqlite3_busy_timeout(db_, busy_timeout_ms);
     rc_read = rc_open == SQLITE_OK ? probe_read(db_) : rc_open;
-    if (rc_read == SQLITE_OK) {
-      sqlite3_busy_timeout(db_, busy_timeout_ms);
-      return;
-    }
+    if (rc_read == SQLITE_OK) return;
   }
   const std::string msg = "reading " + path_.string() + " (" + why +
                           (wal_pending ? ", with a -wal file not yet checkpointed" : "") +
@@ -162,6 +176,17 @@ int Database::user_version() {
   sqlite3_finalize(stmt);
   if (rc != SQLITE_ROW) fail(db_, rc, "PRAGMA user_version", path_);
   return version;
+}
+
+std::int32_t Database::application_id() {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA application_id", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) fail(db_, rc, "PRAGMA application_id", path_);
+  rc = sqlite3_step(stmt);
+  const auto id = rc == SQLITE_ROW ? static_cast<std::int32_t>(sqlite3_column_int(stmt, 0)) : 0;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) fail(db_, rc, "PRAGMA application_id", path_);
+  return id;
 }
 
 std::string Database::integrity_check() {

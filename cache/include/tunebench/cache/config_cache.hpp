@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,10 @@
 #include "tunebench/cache/database.hpp"
 
 namespace tunebench::cache {
+
+namespace detail {
+class Statement;
+}  // namespace detail
 
 /// What a tuned config is valid for. Two runs share a cached config only when every field is
 /// equal: the op, its kernel version (a hash of the kernel source), the tuning key (a function
@@ -72,32 +78,49 @@ struct BusyPolicy {
 
 /// The cache file. Schema history (PRAGMA user_version): 1 = the table of best configs;
 /// 2 = plus the per-config measurements; 3 = plus each measurement's host (an MPI sweep times
-/// keys on several). Older files are migrated on open. A file that is not
-/// a tunebench cache (another application_id, or written by a newer schema) or fails
-/// PRAGMA integrity_check is renamed to "<file>.corrupt-<unix time>" with a one-line warning on
-/// stderr, and a fresh cache is started in its place: nothing is deleted, nothing crashes.
+/// keys on several). Older files are migrated when opened for writing, and read as they are
+/// when opened with Access::kRead.
+///
+/// A file is identified before anything is written to it, through a connection that writes
+/// nothing and makes nothing beside it (Access::kProbe):
+/// - ours: PRAGMA application_id kApplicationId, or 0 with this library's tables (a file of a
+///   tunebench that did not stamp it; stamped when next opened for writing);
+/// - empty: 0 bytes (SQLite's empty database), or an SQLite database with no tables and no
+///   application_id: opened for writing, it becomes a new cache, with a one-line note on stderr;
+/// - anything else (another application's database, a file that is not SQLite, a cache of a
+///   newer schema) is refused with SqliteError, left byte for byte as it was.
+/// Only a file that is ours and fails PRAGMA integrity_check (or that SQLite cannot read while
+/// its header says it is ours) counts as damaged: see OnDamage.
 class ConfigCache {
  public:
   static constexpr int kSchemaVersion = 3;
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
 
-  /// What to do with a file that is not a usable tunebench cache.
+  /// What to do with a cache of ours that is damaged.
   enum class OnDamage {
-    kMoveAside,  ///< rename it aside with a warning and start a fresh cache (what bench does)
+    kMoveAside,  ///< rename it "<file>.corrupt-<unix time>" (with its -wal and -shm) with a
+                 ///< one-line warning on stderr and start a fresh cache (what bench does)
     kThrow,      ///< leave it alone and throw SqliteError naming the problem (inspection tools)
   };
 
   /// Every method throws SqliteError (one line naming the file) when SQLite fails; those that
-  /// write (store, erase) throw it with code SQLITE_READONLY, before writing anything, when the
-  /// file is read_only().
+  /// write (store, erase, Transaction) throw it with code SQLITE_READONLY, before writing
+  /// anything, when the file is read_only().
   ///
   /// Opens or creates the cache at `path`. Throws SqliteError when `path` is a folder or not a
   /// regular file (a device such as /dev/null, a pipe), when even a fresh file cannot be
-  /// created there (e.g. the folder is not writable), and, with OnDamage::kThrow, when the file
-  /// is not a usable tunebench cache.
+  /// created there (e.g. the folder is not writable), with code SQLITE_NOTADB when the file is
+  /// not ours (see above; whatever `on_damage` says), and, with OnDamage::kThrow, when it is a
+  /// damaged cache of ours. With Access::kRead nothing is ever written or created: a missing or
+  /// empty file throws SqliteError (SQLITE_CANTOPEN), a damaged one throws as with kThrow, an
+  /// older schema is read as it is, and every write throws as for a read-only file.
+  /// Access::kProbe is taken as kRead.
   explicit ConfigCache(const std::filesystem::path& path, OnDamage on_damage = OnDamage::kMoveAside,
-                       BusyPolicy busy = BusyPolicy());
+                       BusyPolicy busy = BusyPolicy(), Access access = Access::kReadWrite);
+  ~ConfigCache();
+  ConfigCache(const ConfigCache&) = delete;
+  ConfigCache& operator=(const ConfigCache&) = delete;
 
   /// The best config of `key`, if tuned.
   std::optional<Best> best(const Key& key);
@@ -124,6 +147,35 @@ class ConfigCache {
   /// Every key of the file, measured or with a best, with its measurements and best.
   std::vector<Entry> entries();
 
+  /// Calls `fn` with every key of the file (measured, with a best, or both), each once,
+  /// ordered by op, then tuning key, then the other fields; holds one row at a time, so a
+  /// cache of any size is walked in bounded memory. `fn` may read the cache but not write it.
+  void for_each_key(const std::function<void(const Key&)>& fn);
+  /// Calls `fn` with every measurement of `key` in the order of measurements(), one at a time.
+  void for_each_measurement(const Key& key, const std::function<void(const Measurement&)>& fn);
+
+  /// A write transaction filled in several calls, for writes too large to hold in memory at
+  /// once (a streamed import): the constructor takes the write lock, retrying a busy file as
+  /// store() does; store() adds rows; commit() makes them all visible at once. Destroyed
+  /// without commit(), it rolls everything back. While it lives, the cache's other writes must
+  /// not be called (they would begin a second transaction); its reads see the rows stored so far.
+  class Transaction {
+   public:
+    /// Throws SqliteError: SQLITE_READONLY for a read-only cache, a busy code (is_busy) when the
+    /// lock stays held past BusyPolicy::store_budget.
+    explicit Transaction(ConfigCache& cache);
+    ~Transaction();
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    /// As ConfigCache::store(key, results, best), inside this transaction.
+    void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
+    void commit();
+
+   private:
+    ConfigCache& cache_;
+    bool done_ = false;
+  };
+
   /// Deletes the measurement of `config` and, if it is the best of `key`, the best entry too
   /// (a later run retunes the key). Returns the number of rows deleted.
   int erase(const Key& key, const std::string& config);
@@ -139,21 +191,28 @@ class ConfigCache {
   /// True when this process cannot write the file: every read works, every store() and
   /// erase() throws SqliteError (code SQLITE_READONLY) "config cache FILE is read-only ...".
   bool read_only() const { return db_->read_only(); }
-  /// Where a corrupt or foreign file found at open was moved, if one was.
+  /// Where a damaged cache found at open was moved, if one was.
   const std::optional<std::filesystem::path>& moved_aside() const { return moved_aside_; }
   Database& database() { return *db_; }
 
  private:
-  void open_checked(OnDamage on_damage);
+  void open_checked(OnDamage on_damage, Access access);
+  void move_aside(const std::string& problem);
   void migrate();
+  void read_older_schema();
+  detail::Statement& prepared(const std::string& sql);
   void store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
   void require_writable(const char* action) const;
-  void write_retrying(const std::function<void()>& rows);
+  void write_retrying(const std::function<void()>& attempt);
+  void write_rows_retrying(const std::function<void()>& rows);
 
   std::filesystem::path path_;
   std::optional<Database> db_;
   std::optional<std::filesystem::path> moved_aside_;
   BusyPolicy busy_;
+  // Statements reused across calls (a prepare costs more than an insert: an import stores a
+  // million rows). Declared after db_, so finalized before the connection closes.
+  std::map<std::string, std::unique_ptr<detail::Statement>> statements_;
 };
 
 }  // namespace tunebench::cache

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -31,10 +32,26 @@ bool is_busy(int code);
 /// message (sqlite3_errmsg) when `db` is given and the message says more than the name.
 std::string describe_error(int rc, sqlite3* db);
 
+/// How a Database opens its file.
+enum class Access {
+  /// Read-write, created if missing, switched to write-ahead logging (see Database).
+  kReadWrite,
+  /// Read-only through SQLite's locks (URI mode=ro), falling back to the file alone
+  /// (immutable=1) where that fails: the file is never written, though SQLite may make the
+  /// -wal and -shm a WAL reader needs beside it. For inspecting a cache known to be ours.
+  kRead,
+  /// Read-only and nothing made beside the file: immutable=1 (the file alone), or mode=ro
+  /// through the existing -wal and -shm while a non-empty -wal holds transactions the file
+  /// lacks. For looking at a file that may not be ours.
+  kProbe,
+};
+
 /// The move-only owner of one sqlite3 connection, opened read-write (created if missing) with
 /// write-ahead logging and a busy timeout, so several processes can share one file.
 class Database {
  public:
+  /// Opens `path` with `access`. kRead and kProbe need an existing file and throw SqliteError
+  /// when SQLite cannot read it; the rest of this comment is about kReadWrite.
   /// Opens or creates `path` (its parent folders too); `path` is a file name, never an SQLite
   /// URI ("file:x" is the file of that name). A file this user cannot write is opened
   /// read-only (read_only()) as an immutable file, so nothing is created beside it, or, while
@@ -42,7 +59,8 @@ class Database {
   /// folder where the WAL's -shm cannot be created likewise. Throws SqliteError if it cannot be
   /// opened or read (naming the folder when a new file cannot be made in it), or
   /// std::filesystem::filesystem_error if the folder cannot be created.
-  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000);
+  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000,
+                    Access access = Access::kReadWrite);
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
   Database(const Database&) = delete;
@@ -53,6 +71,8 @@ class Database {
   void exec(const std::string& sql);
   /// PRAGMA user_version: the schema version this file was written with.
   int user_version();
+  /// PRAGMA application_id: which application's file this is (0: none stamped).
+  std::int32_t application_id();
   /// Result of PRAGMA integrity_check: "ok" when the file is sound.
   std::string integrity_check();
 
