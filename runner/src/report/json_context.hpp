@@ -2,7 +2,7 @@
 // What tunebench adds to the "context" of Google Benchmark's output (README: "Reading the
 // output"), through benchmark::AddCustomContext.
 
-#include "plan/run_context.hpp"
+#include "context/run_context.hpp"
 #include "sweep/executor.hpp"
 #include "tunebench/device.hpp"
 

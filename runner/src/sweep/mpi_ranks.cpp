@@ -20,7 +20,7 @@
 #include "sweep/executor.hpp"
 #include "sweep/mpi_child.hpp"
 #include "sweep/mpi_session.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {

@@ -12,9 +12,10 @@
 namespace tunebench {
 
 /// Selected families whose key needs tuning now: GPU families only where a GPU is, replayed
-/// families never (they run their recorded config). Throws cache::SqliteError.
+/// families never (they run their recorded config), nor those whose winner `choices` keeps.
+/// Throws cache::SqliteError.
 std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
-                                            const RunContext& context);
+                                            const RunContext& context, const ChoiceLog& choices);
 
 /// The executor this run sweeps with: N local child processes under PARALLEL_WARMUP_GPUS=N; else
 /// one child process on the measurement GPU when TUNEBENCH_ISOLATE_SWEEP says so (auto: when a
@@ -33,10 +34,11 @@ void check_results_can_be_stored(const std::vector<const Family*>& untuned, cons
 /// Runs `executor` over `untuned` (untuned_families of `families` and `filter`, already passed
 /// through check_results_can_be_stored), then further rounds in fresh workers for the keys that
 /// crashed workers left (a sticky CUDA error ends a worker), as long as each round finishes
-/// some (at most 8 rounds); marks the families it tuned in context.swept; prints the summary on
-/// stderr. Nothing when the executor does not sweep up front.
+/// some (at most 8 rounds); marks the families it tuned in context.swept (the last fact of the
+/// run's context it completes); winners the cache cannot take go to `choices`. Prints the summary
+/// on stderr. Nothing when the executor does not sweep up front.
 SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
                             const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
-                            const Settings& settings);
+                            ChoiceLog& choices, const Settings& settings);
 
 }  // namespace tunebench
