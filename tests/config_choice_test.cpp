@@ -9,7 +9,7 @@
 #include <string>
 
 #include "host_op.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace fs = std::filesystem;
 using tunebench::Config;
@@ -30,6 +30,7 @@ TEST(ConfigChoice, ABusyCacheKeepsTheSweepsWinnerForTheRun) {
   fs::create_directories(dir);
   const fs::path file = dir / "configs.sqlite";
   tunebench::RunContext context;
+  tunebench::ChoiceLog choices;
   context.host_name = "test cpu";
   context.cache = std::make_shared<tunebench::cache::ConfigCache>(
       file, tunebench::cache::ConfigCache::OnDamage::kMoveAside,
@@ -48,7 +49,7 @@ TEST(ConfigChoice, ABusyCacheKeepsTheSweepsWinnerForTheRun) {
   ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   ::testing::internal::CaptureStderr();
   std::pair<Config, tunebench::ConfigSource> chosen;
-  EXPECT_NO_THROW(chosen = tunebench::choose_config(family, context, timer));
+  EXPECT_NO_THROW(chosen = tunebench::choose_config(family, context, choices, timer));
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(chosen.first.str(), "B=2");
   EXPECT_EQ(chosen.second, tunebench::ConfigSource::kTuned);
@@ -56,7 +57,7 @@ TEST(ConfigChoice, ABusyCacheKeepsTheSweepsWinnerForTheRun) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 
   const int swept_runs = runs;
-  const auto again = tunebench::choose_config(family, context, timer);
+  const auto again = tunebench::choose_config(family, context, choices, timer);
   EXPECT_EQ(again.first.str(), "B=2");
   EXPECT_EQ(runs, swept_runs) << "the key was swept again";
 

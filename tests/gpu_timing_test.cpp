@@ -72,7 +72,7 @@ class GpuTiming : public ::testing::Test {
     auto op = std::make_shared<SpinOp>("spin_100us", 100'000);
     benchmark::ClearRegisteredBenchmarks();
     for (const auto& f : tunebench::make_families({op}, {tunebench::ShapeSet{"calib", "", {}, {shape(1, 1, 1)}}})) {
-      tunebench::register_family(f, shared);
+      tunebench::register_family(f, shared, std::make_shared<tunebench::TimingLoopState>());
     }
     Capture capture;
     benchmark::RunSpecifiedBenchmarks(&capture);

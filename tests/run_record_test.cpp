@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "report/run_record.hpp"
+#include "context/run_record.hpp"
 
 namespace fs = std::filesystem;
 

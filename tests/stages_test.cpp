@@ -9,7 +9,7 @@
 
 #include "cpu_mxfp4_gemm.hpp"
 #include "plan/selection.hpp"
-#include "run/context_setup.hpp"
+#include "context/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "settings_from_env.hpp"
 #include "sweep/sweep_stage.hpp"
@@ -183,7 +183,8 @@ class ToyExecutor final : public tunebench::SweepExecutor {
  public:
   std::string name() const override { return "toy sweep"; }
   bool sweeps_up_front() const override { return true; }
-  tunebench::SweepReport sweep(const std::vector<const tunebench::Family*>&, tunebench::RunContext&, bool) override {
+  tunebench::SweepReport sweep(const std::vector<const tunebench::Family*>&, const tunebench::RunContext&,
+                               tunebench::ChoiceLog&, bool) override {
     tunebench::SweepReport r;
     r.keys = 3;
     r.shards = 7;
@@ -205,11 +206,12 @@ class ToyExecutor final : public tunebench::SweepExecutor {
 TEST(SweepStage, AnExecutorDescribesItself) {
   ToyExecutor toy;
   tunebench::RunContext context;
+  tunebench::ChoiceLog choices;
   auto s = tunebench::testing::settings_from_env();
   s.sweep = "full";
   s.warmup_gpus = 2;  // what the parallel warmup's figures used to be chosen by
   ::testing::internal::CaptureStderr();
-  const auto report = tunebench::run_sweep_stage(toy, {}, {}, tunebench::BenchmarkFilter(""), context, s);
+  const auto report = tunebench::run_sweep_stage(toy, {}, {}, tunebench::BenchmarkFilter(""), context, choices, s);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(report.keys, 3);
   EXPECT_EQ(err.rfind("bench: toy sweep: 3 keys on 7 toys\nbench: sweep (full): 1.0 s kernel time in 4.0 s", 0), 0u)

@@ -288,17 +288,18 @@ int main(int argc, char** argv) {
     const std::string mode = mode_name;
     auto op = std::make_shared<SpinOp>("empty_" + mode, 0);
     for (const auto& f : make_families({op}, {ShapeSet{"harness", "", {}, {gemm_shape(1, 1, 1)}}})) {
-      register_family(f, context_for(mode_id, device));
+      register_family(f, context_for(mode_id, device), std::make_shared<TimingLoopState>());
       family_mode[reported_name(f)] = mode;
     }
   }
   // 2. Whole benchmarks: spin kernels and mxfp4_gemm with one fixed config (no sweep).
   auto spin_context = context_for(TimingMode::kKernel, device);
+  auto spin_loop = std::make_shared<TimingLoopState>();
   OpList spins = {std::make_shared<SpinOp>("spin_5us", 5'000), std::make_shared<SpinOp>("spin_20us", 20'000),
                   std::make_shared<SpinOp>("spin_100us", 100'000)};
   std::vector<std::string> whole;
   for (const auto& f : make_families(spins, {ShapeSet{"harness", "", {}, {gemm_shape(1, 1, 1)}}})) {
-    register_family(f, spin_context);
+    register_family(f, spin_context, spin_loop);
     whole.push_back(reported_name(f));
   }
   auto mxfp4 = std::make_shared<Mxfp4GemmOp>(false);
@@ -306,8 +307,9 @@ int main(int argc, char** argv) {
     const Shape s = gemm_shape(m, 4096, 4096);
     auto c = context_for(TimingMode::kKernel, device);
     c->tune.only = {mxfp4->default_config(s, device)};
+    auto loop = std::make_shared<TimingLoopState>();
     for (const auto& f : make_families({mxfp4}, {ShapeSet{"harness", "", {}, {s}}})) {
-      register_family(f, c);
+      register_family(f, c, loop);
       whole.push_back(reported_name(f));
     }
   }

@@ -24,8 +24,8 @@
 #include "ops.hpp"
 #include "plan/filter.hpp"
 #include "plan/selection.hpp"
-#include "run/context_setup.hpp"
-#include "tune/config_choice.hpp"
+#include "context/context_setup.hpp"
+#include "context/config_choice.hpp"
 #include "tune/sweep_strategy.hpp"
 
 namespace {

@@ -108,11 +108,19 @@ int blocks_per_sm_by_registers(int registers, int threads_per_block);
 std::string content_hash(const std::string& text);
 
 /// The kernel cache folder: $TUNEBENCH_KERNEL_CACHE if set, else
-/// $XDG_CACHE_HOME/tunebench/kernels, else $HOME/.cache/tunebench/kernels.
+/// $XDG_CACHE_HOME/tunebench/kernels, else $HOME/.cache/tunebench/kernels (read through the
+/// runner's settings table, the one place that reads the environment).
 std::filesystem::path default_kernel_cache_dir();
 
-/// default_kernel_cache_dir(), or an empty path (KernelCompiler then compiles every time
-/// instead of failing) when no cache location can be determined. Never throws.
+/// Sets the folder in which every JitKernelCache made without one keeps compiled kernels, read
+/// by each when it first compiles; an empty path: none (compile every time). bench's entry point
+/// (run_benchmarks) sets it from its settings before any op compiles. Thread-safe.
+void set_kernel_cache_dir(std::filesystem::path dir);
+
+/// The folder set_kernel_cache_dir set; until it is called, default_kernel_cache_dir() as of now
+/// (so a test or tool may point TUNEBENCH_KERNEL_CACHE elsewhere after making its ops); an empty
+/// path (KernelCompiler then compiles every time instead of failing) when no cache location can
+/// be determined. Never throws.
 std::filesystem::path kernel_cache_dir_or_none() noexcept;
 
 /// A loaded cubin (move-only owner of a cudaLibrary_t) on the current device.
@@ -176,8 +184,8 @@ class JitKernels {
 class JitKernelCache {
  public:
   /// `label` names the kernels in CompileError messages; `build` is the op's recipe. The disk
-  /// cache is kernel_cache_dir_or_none(), read when first needed (not here: building an op
-  /// reads no environment and touches no file).
+  /// cache is kernel_cache_dir_or_none(), read when first needed (not here: an op is built
+  /// before bench has read its settings, and building one touches no file).
   JitKernelCache(std::string label, JitBuilder build);
   /// The same with the disk cache in `cache_dir` (created when first needed; an empty path
   /// compiles every time), e.g. a test's scratch folder.

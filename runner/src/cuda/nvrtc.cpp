@@ -11,8 +11,7 @@
 #include <sstream>
 
 #include "common/atomic_file.hpp"
-#include "tunebench/cache/database.hpp"
-#include "settings/settings.hpp"
+#include "cuda/kernel_cache_dir.hpp"
 #include "tunebench/cuda.hpp"
 
 namespace tunebench {
@@ -125,14 +124,41 @@ CompileResult KernelCompiler::compile(const CompileRequest& request) const {
   return out;
 }
 
-fs::path default_kernel_cache_dir() {
-  if (const char* p = setting_env("TUNEBENCH_KERNEL_CACHE"); p && *p) return p;
-  return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE", cache_location_env()) / "kernels";
+namespace {
+
+// The process's kernel cache folder: as its entry point set it (set_kernel_cache_dir), else what
+// the settings table resolves when asked (set_kernel_cache_dir_resolver).
+struct KernelCacheDir {
+  std::mutex mutex;
+  std::optional<fs::path> dir;
+  std::function<fs::path()> resolve;
+};
+
+KernelCacheDir& kernel_cache_dir_setting() {
+  static KernelCacheDir setting;
+  return setting;
+}
+
+}  // namespace
+
+void set_kernel_cache_dir(fs::path dir) {
+  KernelCacheDir& s = kernel_cache_dir_setting();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.dir = std::move(dir);
+}
+
+void set_kernel_cache_dir_resolver(std::function<fs::path()> resolve) {
+  KernelCacheDir& s = kernel_cache_dir_setting();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.resolve = std::move(resolve);
 }
 
 fs::path kernel_cache_dir_or_none() noexcept {
   try {
-    return default_kernel_cache_dir();
+    KernelCacheDir& s = kernel_cache_dir_setting();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.dir) return *s.dir;
+    return s.resolve ? s.resolve() : fs::path{};
   } catch (const std::exception&) {
     return {};
   }

@@ -9,6 +9,7 @@
 #include "cuda/gpu_clock.hpp"
 #include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
+#include "timing/op_timing.hpp"
 #include "tunebench/version.hpp"
 
 namespace tunebench {

@@ -3,7 +3,7 @@
 // output"), through benchmark::AddCustomContext. The sweep's entries are the sweep stage's
 // (sweep_context in sweep/sweep_stage.hpp).
 
-#include "plan/run_context.hpp"
+#include "context/run_context.hpp"
 #include "tunebench/device.hpp"
 
 namespace tunebench {

@@ -33,10 +33,10 @@ std::string sm_clock_text(const RunContext& context) {
 }
 
 // Benchmarks of a replay that were not in it (or failed there) and got their configs live.
-std::vector<std::string> tuned_live(const RunContext& context) {
+std::vector<std::string> tuned_live(const RunContext& context, const RunRecord& record) {
   std::vector<std::string> live;
   if (context.replay.empty()) return live;
-  for (const auto& e : context.record->entries()) {
+  for (const auto& e : record.entries()) {
     if (e.source != ConfigSource::kReplayed) live.push_back(e.benchmark);
   }
   return live;
@@ -73,8 +73,8 @@ RunDir::~RunDir() {
   }
 }
 
-void RunDir::write_manifest(const RunContext& context, const Invocation& inv, const std::string& results,
-                            bool complete) const {
+void RunDir::write_manifest(const RunContext& context, const RunRecord& record, const ChoiceLog& choices,
+                            const Invocation& inv, const std::string& results, bool complete) const {
   const Settings& s = inv.settings();
   std::error_code ec;
   nlohmann::json env = nlohmann::json::object();
@@ -98,17 +98,17 @@ void RunDir::write_manifest(const RunContext& context, const Invocation& inv, co
       {"shapes", absolute_text(s.shapes)},
       {"cache", context.cache ? absolute_text(context.cache->path()) : ""},
       {"replay_from", absolute_text(s.replay_from)},
-      {"replay_tuned_live", tuned_live(context)},
-      {"replay_markers", context.fallbacks->markers}};
+      {"replay_tuned_live", tuned_live(context, record)},
+      {"replay_markers", choices.markers()}};
   write_file_atomically(dir_ / "manifest.json", manifest.dump(2) + "\n");
 }
 
-void RunDir::finish(const RunContext& context, const Invocation& inv, const std::string& results,
-                    const BencherFile& dashboard) const {
-  context.record->write(dir_);
+void RunDir::finish(const RunContext& context, const RunRecord& record, const ChoiceLog& choices,
+                    const Invocation& inv, const std::string& results, const BencherFile& dashboard) const {
+  record.write(dir_);
   dashboard.write(dir_);
-  write_manifest(context, inv, results, true);
-  if (const auto live = tuned_live(context); !live.empty()) {
+  write_manifest(context, record, choices, inv, results, true);
+  if (const auto live = tuned_live(context, record); !live.empty()) {
     std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << inv.settings().replay_from.string()
               << " or failed there, and got their configs as in a normal run: from the cache or tuned now"
               << " (configs.json says which; manifest.json lists them)\n";
@@ -116,7 +116,7 @@ void RunDir::finish(const RunContext& context, const Invocation& inv, const std:
   std::cerr << "bench: run directory " << dir_.string() << "\n";
 }
 
-void add_markers(const fs::path& json_file, const RunContext& context) {
+void add_markers(const fs::path& json_file, const std::map<std::string, std::vector<std::string>>& markers) {
   std::ifstream in(json_file);
   nlohmann::json doc;
   try {
@@ -124,7 +124,7 @@ void add_markers(const fs::path& json_file, const RunContext& context) {
   } catch (const nlohmann::json::exception&) {
     return;  // not a JSON output (csv): the markers are in the log and the manifest
   }
-  for (const auto& [marker, families] : context.fallbacks->markers) {
+  for (const auto& [marker, families] : markers) {
     std::string list;
     for (const auto& f : families) list += (list.empty() ? "" : " ") + f;
     doc["context"][marker] = list;

@@ -3,10 +3,13 @@
 // directories, record and replay").
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "plan/run_context.hpp"
+#include "context/choice_log.hpp"
+#include "context/run_context.hpp"
+#include "context/run_record.hpp"
 #include "report/bencher_file.hpp"
 #include "settings/invocation.hpp"
 
@@ -29,22 +32,27 @@ class RunDir {
 
   /// manifest.json: status "running" (before the sweep and the benchmarks, so a run interrupted
   /// by Ctrl-C leaves a directory that says so) or "complete"; the command, cwd, the manifest
-  /// variables of the settings table, device, versions, paths and where the results go.
-  void write_manifest(const RunContext& context, const Invocation& inv, const std::string& results,
-                      bool complete) const;
-  /// configs.json, bencher.json (`dashboard`) and the final manifest, then what the user should
-  /// know (benchmarks of a replay that were tuned live; where the run directory is) on stderr.
-  void finish(const RunContext& context, const Invocation& inv, const std::string& results,
-              const BencherFile& dashboard) const;
+  /// variables of the settings table, device, versions, paths and where the results go; from
+  /// `record` (the configs used so far) and `choices` (replay fallbacks), the benchmarks of a
+  /// replay tuned live and the fallbacks' markers.
+  void write_manifest(const RunContext& context, const RunRecord& record, const ChoiceLog& choices,
+                      const Invocation& inv, const std::string& results, bool complete) const;
+  /// configs.json (`record`), bencher.json (`dashboard`) and the final manifest, then what the
+  /// user should know (benchmarks of a replay that were tuned live; where the run directory is)
+  /// on stderr.
+  void finish(const RunContext& context, const RunRecord& record, const ChoiceLog& choices, const Invocation& inv,
+              const std::string& results, const BencherFile& dashboard) const;
 
  private:
   std::filesystem::path dir_;
   std::vector<std::filesystem::path> made_roots_;  // folders claiming created, innermost first
 };
 
-/// Adds the replay fallbacks' markers (which happen during the run, after Google Benchmark wrote
-/// its context) to the context of the JSON file `json_file`; a file that is not JSON (csv) is
-/// left as it is (the markers are in the log and the manifest).
-void add_markers(const std::filesystem::path& json_file, const RunContext& context);
+/// Adds the replay fallbacks' markers (ChoiceLog::markers: marker -> families; they happen
+/// during the run, after Google Benchmark wrote its context) to the context of the JSON file
+/// `json_file`; a file that is not JSON (csv) is left as it is (the markers are in the log and
+/// the manifest).
+void add_markers(const std::filesystem::path& json_file,
+                 const std::map<std::string, std::vector<std::string>>& markers);
 
 }  // namespace tunebench

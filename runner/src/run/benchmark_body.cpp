@@ -9,7 +9,7 @@
 #include "cuda/gpu_clock.hpp"
 #include "report/counters.hpp"
 #include "timing/op_timing.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -21,49 +21,62 @@ SmClock sm_clock(const RunContext& context) {
 }
 
 
-void run_timed(benchmark::State& state, const Family& family, const RunContext& context) {
+// The config `family` is timed with and where it came from: chosen (replayed, cached or tuned
+// now), and a replayed config that cannot run, or fails its warm-up run, replaced by a live-tuned
+// one (replay_fallback).
+std::pair<Config, ConfigSource> settle_config(const Family& family, const RunContext& context, ChoiceLog& choices,
+                                              OpTiming& timing) {
+  std::pair<Config, ConfigSource> chosen;
+  try {
+    chosen = choose_config(family, context, choices, timing.run_timer());
+  } catch (const UnrunnableReplay& e) {
+    return {replay_fallback(family, context, choices, timing, e.config, e.what()), ConfigSource::kTuned};
+  }
+  if (chosen.second != ConfigSource::kReplayed) return chosen;
+  const auto fall_back = [&](const std::exception& e) -> std::pair<Config, ConfigSource> {
+    const std::string what = "failed (" + std::string(e.what()) + ")";
+    return {replay_fallback(family, context, choices, timing, chosen.first.str(), what), ConfigSource::kTuned};
+  };
+  try {
+    timing.warm(chosen.first);
+  } catch (const CudaError& e) {
+    if (e.sticky()) throw;
+    return fall_back(e);
+  } catch (const std::exception& e) {
+    return fall_back(e);
+  }
+  return chosen;
+}
+
+// Prepares `family` into `loop.last` (freeing the previous benchmark's workload first: device
+// memory), settles its config and records it.
+void prepare(const Family& family, const RunContext& context, TimingLoopState& loop) {
+  LastBenchmark& last = loop.last;
+  last.timing.reset();
+  last.name.clear();
+  auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context),
+                                           timing_faults(context));
+  const auto [config, source] = settle_config(family, context, *loop.choices, *timing);
+  const Op& op = *family.op;
+  if (loop.record) {
+    loop.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
+                      op.needs_gpu() ? context.device.name : context.host_name, config.str(), source});
+  }
+  // The label names the timing of GPU ops, so two results are never mistaken for one kind.
+  last.label = op.needs_gpu() ? config.str() + " (" + timing_name(timing->options()) + ")" : config.str();
+  last.config = config;
+  last.timing = std::move(timing);
+  last.name = family.name;
+}
+
+void run_timed(benchmark::State& state, const Family& family, const RunContext& context, TimingLoopState& loop) {
   if (family.op->needs_gpu() && !context.gpu_available) {
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
-  auto& last = *context.last;
+  LastBenchmark& last = loop.last;
   std::lock_guard<std::mutex> lock(last.mutex);
-  if (last.name != family.name) {
-    // Free the previous benchmark's inputs before preparing these (device memory).
-    last.timing.reset();
-    last.name.clear();
-    auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context),
-                                             timing_faults(context));
-    auto [config, source] = [&]() -> std::pair<Config, ConfigSource> {
-      try {
-        return choose_config(family, context, timing->run_timer());
-      } catch (const UnrunnableReplay& e) {
-        return {replay_fallback(family, context, *timing, e.config, e.what()), ConfigSource::kTuned};
-      }
-    }();
-    if (source == ConfigSource::kReplayed) {
-      try {
-        timing->warm(config);
-      } catch (const CudaError& e) {
-        if (e.sticky()) throw;
-        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
-        source = ConfigSource::kTuned;
-      } catch (const std::exception& e) {
-        config = replay_fallback(family, context, *timing, config.str(), "failed (" + std::string(e.what()) + ")");
-        source = ConfigSource::kTuned;
-      }
-    }
-    if (context.record) {
-      const Op& op = *family.op;
-      context.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
-                           op.needs_gpu() ? context.device.name : context.host_name, config.str(), source});
-    }
-    // The label names the timing of GPU ops, so two results are never mistaken for one kind.
-    last.label = family.op->needs_gpu() ? config.str() + " (" + timing_name(timing->options()) + ")" : config.str();
-    last.config = config;
-    last.timing = std::move(timing);
-    last.name = family.name;
-  }
+  if (last.name != family.name) prepare(family, context, loop);
   state.SetLabel(last.label);
   const SmClock clock_start = sm_clock(context);
   if (const auto total = last.timing->measure(state, last.config)) {
@@ -79,11 +92,12 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
 }
 
 }  // namespace
-void register_family(const Family& family, std::shared_ptr<const RunContext> context) {
+void register_family(const Family& family, std::shared_ptr<const RunContext> context,
+                     std::shared_ptr<TimingLoopState> loop) {
   benchmark::RegisterBenchmark(family.name.c_str(),
-                               [family, context](benchmark::State& state) {
+                               [family, context, loop](benchmark::State& state) {
                                  try {
-                                   run_timed(state, family, *context);
+                                   run_timed(state, family, *context, *loop);
                                  } catch (const std::exception& e) {
                                    state.SkipWithError(e.what());
                                  }

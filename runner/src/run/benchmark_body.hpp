@@ -2,10 +2,44 @@
 // Registering a family as a Google Benchmark benchmark and the body Google Benchmark runs.
 
 #include <memory>
+#include <mutex>
+#include <string>
 
-#include "plan/run_context.hpp"
+#include "context/choice_log.hpp"
+#include "context/run_context.hpp"
+#include "context/run_record.hpp"
+#include "plan/family.hpp"
+#include "timing/op_timing.hpp"
 
 namespace tunebench {
+
+/// The benchmark that ran last: its workload, timer and chosen config, kept while Google
+/// Benchmark calls the same benchmark again (once per iteration-count probe and per
+/// repetition), so inputs are prepared and the config chosen once per benchmark, not per
+/// call. Only one is kept: the next benchmark frees it before preparing its own.
+struct LastBenchmark {
+  std::mutex mutex;                  ///< guards the members (benchmarks run on one thread)
+  std::string name;                  ///< family name, "" when empty
+  std::unique_ptr<OpTiming> timing;  ///< its workload, stream and timer
+  Config config;                     ///< the config it is timed with
+  std::string label;                 ///< the label its runs carry
+  /// Frees the workload (call before CUDA shuts down: after RunSpecifiedBenchmarks).
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    timing.reset();
+    name.clear();
+  }
+};
+
+/// What the registered benchmarks write while Google Benchmark times them: owned by the run
+/// (run/main.cpp), shared by every benchmark it registers, beside the run's const facts.
+struct TimingLoopState {
+  /// Replay fallbacks and winners the cache could not take (the sweep stage's too); never null.
+  std::shared_ptr<ChoiceLog> choices = std::make_shared<ChoiceLog>();
+  /// Every benchmark's config and its source (record mode); null: nothing recorded.
+  std::shared_ptr<RunRecord> record;
+  LastBenchmark last;
+};
 
 /// Registers `family` with benchmark::RegisterBenchmark: manual time in the op's time unit,
 /// the config as the label (GPU ops: followed by the timing name in parentheses), counters
@@ -16,7 +50,9 @@ namespace tunebench {
 /// outside the measured time, and the result stored (with a read-only cache it is not tuned:
 /// the benchmark ends with an error naming the cache and the key). A family of a GPU op on a machine without
 /// a GPU, a sweep in which no config ran, or any exception from the op ends that benchmark with
-/// SkipWithError and a reason; an iteration time that is zero or not finite likewise.
-void register_family(const Family& family, std::shared_ptr<const RunContext> context);
+/// SkipWithError and a reason; an iteration time that is zero or not finite likewise. The body
+/// reads `context` and writes `loop` (shared by the benchmarks of a run, one at a time).
+void register_family(const Family& family, std::shared_ptr<const RunContext> context,
+                     std::shared_ptr<TimingLoopState> loop);
 
 }  // namespace tunebench

@@ -2,6 +2,7 @@
 // report, finish the run directory (docs/design.md).
 
 #include "tunebench/main.hpp"
+#include "tunebench/nvrtc.hpp"
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@
 #include "report/latency_table.hpp"
 #include "report/run_dir.hpp"
 #include "run/benchmark_body.hpp"
-#include "run/context_setup.hpp"
+#include "context/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
@@ -76,8 +77,8 @@ struct SweepPlan {
 };
 
 SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
-                     const RunContext& context, const GpuProbe& gpu) {
-  SweepPlan plan{untuned_families(families, filter, context), nullptr};
+                     const RunContext& context, const ChoiceLog& choices, const GpuProbe& gpu) {
+  SweepPlan plan{untuned_families(families, filter, context, choices), nullptr};
   plan.executor = choose_executor(inv.settings(), families, plan.untuned, context, gpu, self_launch(inv));
   if (plan.executor->sweeps_up_front()) check_results_can_be_stored(plan.untuned, context, plan.executor->name());
   return plan;
@@ -85,9 +86,9 @@ SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families,
 
 // Sweep: every selected key the cache cannot answer, before the serial timing loop.
 void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector<Family>& families,
-                 const BenchmarkFilter& filter, RunContext& context) {
+                 const BenchmarkFilter& filter, RunContext& context, ChoiceLog& choices) {
   const Settings& s = inv.settings();
-  run_sweep_stage(*plan.executor, plan.untuned, families, filter, context, s);
+  run_sweep_stage(*plan.executor, plan.untuned, families, filter, context, choices, s);
   // SQLite opens a read-only file for reading; say so once instead of failing key by key
   // (after the sweep's refusal, so a refused run prints one line).
   if (context.cache->read_only()) {
@@ -128,9 +129,10 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
 }
 
 // Finish: the run directory, --benchmark_out moved into place, the replay markers.
-int finish_stage(const RunDir& dir, const RunContext& context, const Invocation& inv, const std::string& out_file,
-                 const std::string& results, const BencherFile& dashboard, const std::vector<Family>& families) {
-  if (dir.claimed()) dir.finish(context, inv, results, dashboard);
+int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopState& loop, const Invocation& inv,
+                 const std::string& out_file, const std::string& results, const BencherFile& dashboard,
+                 const std::vector<Family>& families) {
+  if (dir.claimed()) dir.finish(context, *loop.record, *loop.choices, inv, results, dashboard);
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";
@@ -143,7 +145,8 @@ int finish_stage(const RunDir& dir, const RunContext& context, const Invocation&
       }
     }
   }
-  if (!context.fallbacks->markers.empty() && !out_file.empty()) add_markers(out_file, context);
+  const auto markers = loop.choices->markers();
+  if (!markers.empty() && !out_file.empty()) add_markers(out_file, markers);
   if (!out_file.empty()) add_baseline_speedups(out_file, families);  // once both were measured
   return 0;
 }
@@ -158,6 +161,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const RunDir dir(inv.makes_run_dir() && leader, s.runs);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
+  set_kernel_cache_dir(kernel_cache_dir(s.kernel_cache));  // before any op compiles
   // Google Benchmark's --help lists only its own flags, and exits inside Initialize: tunebench's
   // come first (README.md, "Flags and environment", holds the same table).
   if (inv.help()) {
@@ -178,30 +182,35 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
   if (!inv.listing()) benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
   if (s.shard >= 0) return run_shard(families, *context, s);
+  // What the sweep and the timing loop write; `context` holds only facts, const once swept.
+  const auto loop = std::make_shared<TimingLoopState>();
   if (!inv.listing()) {
-    context->record = std::make_shared<RunRecord>();
+    loop->record = std::make_shared<RunRecord>();
     context->run_dir = dir.path();
     if (!s.replay_from.empty()) load_replay(s.replay_from, ops, *context);
   }
-  const SweepPlan sweep = inv.listing() ? SweepPlan{} : plan_sweep(inv, families, filter, *context, gpu);
+  const SweepPlan sweep =
+      inv.listing() ? SweepPlan{} : plan_sweep(inv, families, filter, *context, *loop->choices, gpu);
   std::cerr << notice;  // after every check of the input: a refused run prints one line
   benchmark::AddCustomContext("tunebench_autotune_space", s.space == SpaceKind::kExpanded ? "expanded" : "default");
   add_run_context(*context, s, gpu, ops);
   const std::string results = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
-  if (dir.claimed()) dir.write_manifest(*context, inv, results, false);
-  if (sweep.executor) sweep_stage(inv, sweep, families, filter, *context);
+  if (dir.claimed()) dir.write_manifest(*context, *loop->record, *loop->choices, inv, results, false);
+  if (sweep.executor) sweep_stage(inv, sweep, families, filter, *context, *loop->choices);
 
   // Settle configs and time: each benchmark's config is chosen (replayed, cached, or tuned now)
   // right before its own timing loop, by the registered body.
   if (dir.claimed()) benchmark::AddCustomContext("tunebench_run_dir", absolute_text(dir.path()));
   if (!s.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", absolute_text(s.replay_from));
   const std::shared_ptr<const RunContext> frozen = context;
-  for (const auto& family : families) register_family(family, frozen);
+  for (const auto& family : families) register_family(family, frozen, loop);
   BencherFile dashboard;
   const std::size_t matched = time_stage(inv, families, dir, out_file, dashboard);
-  context->last->release();  // the last benchmark's device memory, while CUDA is still up
+  loop->last.release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (const int rc = finish_stage(dir, *context, inv, out_file, results, dashboard, families); rc != 0) return rc;
+  if (const int rc = finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families); rc != 0) {
+    return rc;
+  }
   return matched == 0 ? no_match(filter) : 0;
 }
 

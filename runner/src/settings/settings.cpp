@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "cuda/kernel_cache_dir.hpp"
+#include "tunebench/nvrtc.hpp"
 #include "tunebench/op_switch.hpp"
 
 namespace tunebench {
@@ -428,6 +430,31 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
 cache::CacheLocationEnv cache_location_env() {
   return {setting_env("TUNEBENCH_CACHE"), setting_env("XDG_CACHE_HOME"), setting_env("HOME")};
 }
+
+std::filesystem::path default_kernel_cache_dir() {
+  if (const char* p = setting_env("TUNEBENCH_KERNEL_CACHE"); p && *p) return p;
+  return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE", cache_location_env()) / "kernels";
+}
+
+std::filesystem::path kernel_cache_dir(const std::filesystem::path& kernel_cache) noexcept {
+  if (!kernel_cache.empty()) return kernel_cache;
+  try {
+    return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE", cache_location_env()) / "kernels";
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+namespace {
+
+// Until an entry point sets the JIT caches' folder (bench does, in run_benchmarks), they resolve
+// it from the environment when they first compile, so a test or tool that sets
+// TUNEBENCH_KERNEL_CACHE after making its ops is obeyed. Installed when this file is linked,
+// which any binary with an op is (OpSwitch is defined here).
+[[maybe_unused]] const bool kernel_cache_resolver_installed =
+    (set_kernel_cache_dir_resolver([] { return default_kernel_cache_dir(); }), true);
+
+}  // namespace
 
 std::map<std::string, std::string> manifest_environment() {
   std::map<std::string, std::string> env;

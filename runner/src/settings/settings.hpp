@@ -111,6 +111,12 @@ std::vector<std::string> settings_markdown_rows();
 /// TUNEBENCH_CACHE, XDG_CACHE_HOME and HOME as the cache library's default locations take them.
 cache::CacheLocationEnv cache_location_env();
 
+/// The folder of NVRTC-compiled kernels (for tunebench::set_kernel_cache_dir): `kernel_cache`
+/// (TUNEBENCH_KERNEL_CACHE, Settings::kernel_cache) when not empty, else the kernels folder in
+/// the user's cache folder; an empty path (compile every time) when no cache location can be
+/// determined. Never throws.
+std::filesystem::path kernel_cache_dir(const std::filesystem::path& kernel_cache) noexcept;
+
 /// The value of a table variable (nullptr when unset). Throws std::logic_error for a name that
 /// is not in the table, so no variable is read that the table does not declare.
 const char* setting_env(const std::string& name);

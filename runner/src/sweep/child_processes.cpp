@@ -27,7 +27,7 @@
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 #include "tune/sweep_strategy.hpp"
 
 #include <nlohmann/json.hpp>
@@ -349,7 +349,7 @@ void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::tim
 
 // A hung worker's config is a result: stored as timeout, so no later round tries it again.
 void record_hang(const Child& c, std::size_t i, const std::string& device, double hang_s, const SweepKeys& k,
-                 RunContext& context) {
+                 const RunContext& context) {
   const WorkerRecord& a = c.last_activity;
   const char* step = a.kind == WorkerRecord::Kind::kCompiling ? "precompiling"
                      : a.kind == WorkerRecord::Kind::kWaiting ? "waiting for the host's cores"
@@ -377,7 +377,7 @@ void record_hang(const Child& c, std::size_t i, const std::string& device, doubl
 }
 
 void account(const std::vector<Child>& children, const std::vector<std::string>& devices, double hang_s,
-             const SweepKeys& k, RunContext& context, SweepReport& report) {
+             const SweepKeys& k, const RunContext& context, SweepReport& report) {
   for (std::size_t i = 0; i < children.size(); ++i) {
     const Child& c = children[i];
     report.tuned += c.tuned;
@@ -402,7 +402,8 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
 }
 
 // Every shard's finished keys merged in one transaction; the best config of each key per shard.
-std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, RunContext& context) {
+std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, const RunContext& context,
+                                                     ChoiceLog& choices) {
   std::vector<cache::ConfigCache::Entry> merged;
   std::map<cache::Key, std::vector<std::string>> winners;
   for (std::size_t i = 0; i < shards; ++i) {
@@ -423,10 +424,9 @@ std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::s
       // Another process held the cache past the retries: the shards' winners are kept for
       // this run, so no sweep is lost and no later round sweeps the keys again.
       std::set<cache::Key> kept;  // a doubled key comes from two shards
-      std::lock_guard<std::mutex> lock(context.unstored->mutex);
       for (const auto& entry : merged) {
         if (!entry.best) continue;
-        context.unstored->best_of[entry.key] = Config::parse(entry.best->config);
+        choices.keep_unstored(entry.key, Config::parse(entry.best->config));
         kept.insert(entry.key);
       }
       std::cerr << "bench: WARNING: the sweep's results were not stored in " << context.cache->path().string()
@@ -478,8 +478,8 @@ std::vector<Config> faster_than(const Family& f, const cache::Key& key, const ca
 
 // One key's finalists re-timed on this process's GPU until no config the cache measured is faster
 // than the winner by more than the tie band. Returns the winner.
-Config retime_finalists(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
-                        nlohmann::json& log) {
+Config retime_finalists(const Family& f, std::vector<Config> contenders, const RunContext& context, ChoiceLog& choices,
+                        SweepReport& report, nlohmann::json& log) {
   static const auto final_round = std::make_shared<FinalRound>();
   const auto key = cache_key(*f.op, f.shape, context);
   Config winner;
@@ -489,7 +489,7 @@ Config retime_finalists(const Family& f, std::vector<Config> contenders, RunCont
     options.strategy = final_round;
     SweepStats stats;
     const auto started = Clock::now();
-    winner = ensure_tuned(f, context, &options, &stats);
+    winner = ensure_tuned(f, context, choices, &options, &stats);
     report.runs += stats.runs;
     report.kernel_s += static_cast<double>(stats.kernel_ns) * 1e-9;
     report.worker_s += since(started);
@@ -511,8 +511,9 @@ namespace {
 // The disagreement figure (doubled keys whose shard winners differ), then every key's finalists
 // decided on the measurement GPU where a worker elsewhere, or two workers, swept it.
 void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const std::vector<Child>& children,
-                               const std::map<cache::Key, std::vector<std::string>>& winners, RunContext& context,
-                               SweepReport& report, nlohmann::json& log) {
+                               const std::map<cache::Key, std::vector<std::string>>& winners,
+                               const RunContext& context, ChoiceLog& choices, SweepReport& report,
+                               nlohmann::json& log) {
   for (auto i : plan.doubled) {
     const Family& f = *k.keys[i];
     const auto it = winners.find(cache_key(*f.op, f.shape, context));
@@ -536,7 +537,7 @@ void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const 
     if (contenders.size() < 2 || (workers < 2 && !elsewhere)) continue;
     ++report.retimed;
     try {
-      const Config winner = retime_finalists(*f, contenders, context, report, log);
+      const Config winner = retime_finalists(*f, contenders, context, choices, report, log);
       const auto w = winners.find(cache_key(*f->op, f->shape, context));
       if (w != winners.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& s) {
             return s != winner.str();
@@ -579,8 +580,8 @@ ChildProcessExecutor::ChildProcessExecutor(int shards, std::vector<std::string> 
       launch_(std::move(launch)),
       settings_(settings) {}
 
-SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untuned, RunContext& context,
-                                        bool first_round) {
+SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untuned, const RunContext& context,
+                                        ChoiceLog& choices, bool first_round) {
   SweepReport report;
   report.shards = shards_;
   const SweepKeys k = sweep_keys(untuned, context);
@@ -606,9 +607,9 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   }
   supervise(children, settings_.hang_timeout_s, report.keys, started);
   account(children, devices_, settings_.hang_timeout_s, k, context, report);
-  const auto winners = merge(scratch.dir(), children.size(), context);
+  const auto winners = merge(scratch.dir(), children.size(), context, choices);
   nlohmann::json retimed = nlohmann::json::array();
-  if (!isolated_) decide_on_measurement_gpu(plan, k, children, winners, context, report, retimed);
+  if (!isolated_) decide_on_measurement_gpu(plan, k, children, winners, context, choices, report, retimed);
   append_log(context, children, ++rounds_, retimed);
   scratch.remove();
   report.seconds = since(started);

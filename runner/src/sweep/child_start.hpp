@@ -71,9 +71,10 @@ SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext
 /// One key's finalists (`contenders`) re-timed on this process's GPU (FinalRound: interleaved,
 /// the tie rule) until no config the cache measured is faster than the winner by more than the
 /// tie band; the winner is stored. Adds the cost to `report` and a `retimed` entry to `log` (a
-/// JSON array). Returns the winner. Throws what ensure_tuned throws.
-Config retime_finalists(const Family& f, std::vector<Config> contenders, RunContext& context, SweepReport& report,
-                        nlohmann::json& log);
+/// JSON array); a winner the cache cannot take is kept in `choices`. Returns the winner. Throws
+/// what ensure_tuned throws.
+Config retime_finalists(const Family& f, std::vector<Config> contenders, const RunContext& context, ChoiceLog& choices,
+                        SweepReport& report, nlohmann::json& log);
 
 /// How a sharded summary names a worker: "shard" or "rank" (and its plural), what fails ("shard",
 /// "worker"), and the label of a worker's own line ("parallel warmup shard", "MPI sweep rank").

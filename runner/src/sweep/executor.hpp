@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "plan/run_context.hpp"
+#include "context/choice_log.hpp"
+#include "context/run_context.hpp"
+#include "plan/family.hpp"
 #include "settings/settings.hpp"
 
 namespace tunebench {
@@ -68,10 +70,12 @@ class SweepExecutor {
   /// Whether sweep() tunes up front. The in-process executor does not: each key is tuned right
   /// before its own benchmark's timing loop, on the workload that loop then times.
   virtual bool sweeps_up_front() const = 0;
-  /// Tunes `untuned` (families; keys shared by several are tuned once) into context.cache.
-  /// `first_round`: the first of the sweep stage's rounds (later rounds retry what crashed
-  /// workers left). Throws std::invalid_argument for settings it cannot work with.
-  virtual SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) = 0;
+  /// Tunes `untuned` (families; keys shared by several are tuned once) into context.cache;
+  /// winners the cache cannot take are kept in `choices`. `first_round`: the first of the sweep
+  /// stage's rounds (later rounds retry what crashed workers left). Throws
+  /// std::invalid_argument for settings it cannot work with.
+  virtual SweepReport sweep(const std::vector<const Family*>& untuned, const RunContext& context, ChoiceLog& choices,
+                            bool first_round) = 0;
 };
 
 /// Tunes in bench itself, lazily (see sweeps_up_front).
@@ -79,7 +83,7 @@ class InProcessExecutor final : public SweepExecutor {
  public:
   std::string name() const override { return "in-process sweep"; }
   bool sweeps_up_front() const override { return false; }
-  SweepReport sweep(const std::vector<const Family*>&, RunContext&, bool) override { return {}; }
+  SweepReport sweep(const std::vector<const Family*>&, const RunContext&, ChoiceLog&, bool) override { return {}; }
   /// Nothing: each key's sweep is part of its benchmark (and of its config's record).
   std::string summary(const SweepReport&) const override { return ""; }
   std::vector<ContextEntry> context_entries(const SweepReport&) const override { return {}; }
@@ -116,7 +120,8 @@ class ChildProcessExecutor final : public SweepExecutor {
   std::string name() const override { return isolated_ ? "isolated sweep" : "parallel warmup"; }
   bool sweeps_up_front() const override { return true; }
   /// Throws std::invalid_argument when TMPDIR is not a writable folder.
-  SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
+  SweepReport sweep(const std::vector<const Family*>& untuned, const RunContext& context, ChoiceLog& choices,
+                    bool first_round) override;
   /// Isolated: one line of keys, seconds, tuned and failed children. Parallel: sharded_summary.
   std::string summary(const SweepReport& report) const override;
   /// Isolated: tunebench_isolated_sweep_{keys,seconds}. Parallel: parallel_warmup_{gpus,keys,

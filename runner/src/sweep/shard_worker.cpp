@@ -20,7 +20,7 @@
 #include "common/c_numbers.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/worker_record.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -86,6 +86,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   }
   RecordWriter records(list_file + ".records");
   RunContext context = shared_context;
+  ChoiceLog choices;  // this process's own: its results reach the parent through its cache file
   std::string current;
   context.tune.on_progress = [&](const std::string& activity, bool compiling) {
     WorkerRecord r;
@@ -119,7 +120,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     records.write({WorkerRecord::Kind::kPreparing, name, "", 0, ""});
     SweepStats stats;
     try {
-      ensure_tuned(*it, context, nullptr, &stats);
+      ensure_tuned(*it, context, choices, nullptr, &stats);
     } catch (const StickyCudaError& e) {
       // The failing config is stored; this process's GPU context is gone. Stop: the parent
       // starts a fresh shard for the keys left.

@@ -13,7 +13,7 @@
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
 #include "sweep/shard_plan.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -74,18 +74,15 @@ void check_results_can_be_stored(const std::vector<const Family*>& untuned, cons
 }
 
 std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
-                                            const RunContext& context) {
+                                            const RunContext& context, const ChoiceLog& choices) {
   std::vector<const Family*> untuned;
   for (const auto& f : families) {
     if (!filter.selects(reported_name(f)) || (f.op->needs_gpu() && !context.gpu_available)) continue;
     // A replayed benchmark runs its recorded config without tuning: sweeping its key would
     // cost the whole sweep for a result nobody reads.
     if (context.replay.count(f.name)) continue;
-    {
-      // Tuned in this run but not stored (a busy cache): not to be swept again.
-      std::lock_guard<std::mutex> lock(context.unstored->mutex);
-      if (context.unstored->best_of.count(cache_key(*f.op, f.shape, context))) continue;
-    }
+    // Tuned in this run but not stored (a busy cache): not to be swept again.
+    if (choices.unstored(cache_key(*f.op, f.shape, context))) continue;
     if (!cached_config(f, context)) untuned.push_back(&f);
   }
   return untuned;
@@ -134,24 +131,24 @@ std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const Swe
 
 SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
                             const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
-                            const Settings& settings) {
+                            ChoiceLog& choices, const Settings& settings) {
   if (!executor.sweeps_up_front()) {
     add_context(sweep_context(executor, {}, settings));
     return {};
   }
   const auto& to_sweep = untuned;
-  SweepReport w = executor.sweep(untuned, context, true);
+  SweepReport w = executor.sweep(untuned, context, choices, true);
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round
   // finishes some (a crash after a sticky error stored it: that is progress too).
   bool progress = w.tuned > 0 || w.crashed_shards > 0;
   for (int round = 1; round < 8 && progress; ++round) {
-    const auto left = untuned_families(families, filter, context);
+    const auto left = untuned_families(families, filter, context, choices);
     if (left.empty()) break;
     std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for "
               << count_of(static_cast<long long>(left.size()), "key", "keys") << " left\n";
-    const SweepReport more = executor.sweep(left, context, false);
+    const SweepReport more = executor.sweep(left, context, choices, false);
     add_round(w, more);
-    progress = left.size() > untuned_families(families, filter, context).size() || more.crashed_shards > 0;
+    progress = left.size() > untuned_families(families, filter, context, choices).size() || more.crashed_shards > 0;
   }
   for (const Family* f : to_sweep) {
     if (cached_config(*f, context)) context.swept.insert(f->name);

@@ -12,9 +12,10 @@
 namespace tunebench {
 
 /// Selected families whose key needs tuning now: GPU families only where a GPU is, replayed
-/// families never (they run their recorded config). Throws cache::SqliteError.
+/// families never (they run their recorded config), nor those whose winner `choices` keeps.
+/// Throws cache::SqliteError.
 std::vector<const Family*> untuned_families(const std::vector<Family>& families, const BenchmarkFilter& filter,
-                                            const RunContext& context);
+                                            const RunContext& context, const ChoiceLog& choices);
 
 /// The executor this run sweeps with: the ranks of the MPI job when bench runs under a launcher
 /// (MpiSession::current(); always, also with nothing to tune, since the other ranks wait for
@@ -44,11 +45,12 @@ std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const Swe
 /// Runs `executor` over `untuned` (untuned_families of `families` and `filter`, already passed
 /// through check_results_can_be_stored), then further rounds in fresh workers for the keys that
 /// crashed workers left (a sticky CUDA error ends a worker), as long as each round finishes
-/// some (at most 8 rounds); marks the families it tuned in context.swept; prints the executor's
-/// summary and the sweep's cost on stderr. Nothing of that when the executor does not sweep up
-/// front. Either way adds sweep_context to Google Benchmark's context.
+/// some (at most 8 rounds); marks the families it tuned in context.swept (the last fact of the
+/// run's context it completes); winners the cache cannot take go to `choices`. Prints the
+/// executor's summary and the sweep's cost on stderr. Nothing of that when the executor does not
+/// sweep up front. Either way adds sweep_context to Google Benchmark's context.
 SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Family*>& untuned,
                             const std::vector<Family>& families, const BenchmarkFilter& filter, RunContext& context,
-                            const Settings& settings);
+                            ChoiceLog& choices, const Settings& settings);
 
 }  // namespace tunebench

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/autotuner.hpp"
 #include "tunebench/cuda.hpp"
 #include "timing/cupti_timer.hpp"
+#include "timing/run_timer.hpp"
 #include "tunebench/op.hpp"
 #include "timing/timer.hpp"
 #include "timing/timing_mode.hpp"

@@ -22,20 +22,6 @@ std::int64_t quantile(std::vector<std::int64_t> samples, double q) {
   return samples[std::min(i, samples.size() - 1)];
 }
 
-RunTimer run_by_run(std::function<std::chrono::nanoseconds(const Config& config)> one) {
-  return [one = std::move(one)](const std::vector<Config>& runs) {
-    std::vector<std::chrono::nanoseconds> times;
-    times.reserve(runs.size());
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      try {
-        times.push_back(one(runs[i]));
-      } catch (const std::exception& e) {
-        throw BatchRunError(i, std::current_exception(), e.what());
-      }
-    }
-    return times;
-  };
-}
 
 std::vector<Config> in_config_order(const Op& op, SpaceKind space, std::vector<Config> configs) {
   const auto first = op.config_space(space);

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "sweep/child_start.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {

@@ -16,7 +16,7 @@
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -42,9 +42,10 @@ struct Slot {
 
 class Coordinator {
  public:
-  Coordinator(MpiSession& mpi, const SweepKeys& k, RunContext& context, const std::vector<Family>& families,
-              const Settings& settings, SweepReport& report)
-      : mpi_(mpi), k_(k), context_(context), families_(families), settings_(settings), report_(report),
+  Coordinator(MpiSession& mpi, const SweepKeys& k, const RunContext& context, ChoiceLog& choices,
+              const std::vector<Family>& families, const Settings& settings, SweepReport& report)
+      : mpi_(mpi), k_(k), context_(context), choices_(choices), families_(families), settings_(settings),
+        report_(report),
         attempts_(k.keys.size(), 0), done_(k.keys.size(), false), on_rank_(k.keys.size(), -1),
         finalists_(k.keys.size()), best_(k.keys.size()) {
     std::vector<std::size_t> order(k.keys.size());
@@ -98,7 +99,7 @@ class Coordinator {
       for (const auto& t : finalists_[i]) contenders.push_back(Config::parse(t));
       ++report_.retimed;
       try {
-        const Config winner = retime_finalists(*k_.keys[i], contenders, context_, report_, log);
+        const Config winner = retime_finalists(*k_.keys[i], contenders, context_, choices_, report_, log);
         if (winner.str() != best_[i]) ++report_.changed;
       } catch (const std::exception& e) {
         std::cerr << "bench: WARNING: re-timing the finalists of " << k_.keys[i]->name << " on rank 0's GPU: "
@@ -253,9 +254,8 @@ class Coordinator {
       context_.cache->store(pending_);
     } catch (const cache::SqliteError& e) {
       if (!cache::is_busy(e.code())) throw;
-      std::lock_guard<std::mutex> lock(context_.unstored->mutex);
       for (const auto& entry : pending_) {
-        if (entry.best) context_.unstored->best_of[entry.key] = Config::parse(entry.best->config);
+        if (entry.best) choices_.keep_unstored(entry.key, Config::parse(entry.best->config));
       }
       std::cerr << "bench: WARNING: the sweep's results were not stored in " << context_.cache->path().string() << " ("
                 << e.what() << "); " << count_of(static_cast<long long>(pending_.size()), "key", "keys")
@@ -272,7 +272,8 @@ class Coordinator {
  private:
   MpiSession& mpi_;
   const SweepKeys& k_;
-  RunContext& context_;
+  const RunContext& context_;
+  ChoiceLog& choices_;
   const std::vector<Family>& families_;
   const Settings& settings_;
   SweepReport& report_;
@@ -289,14 +290,15 @@ class Coordinator {
 
 }  // namespace
 
-SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, RunContext& context, bool) {
+SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const RunContext& context, ChoiceLog& choices,
+                               bool) {
   SweepReport report;
   const SweepKeys k = sweep_keys(untuned, context);
   report.keys = static_cast<int>(k.keys.size());
   Scratch scratch(settings_, "tunebench-mpi-");
   CatchSignals signals;
   const auto started = Clock::now();
-  Coordinator c(mpi_, k, context, families_, settings_, report);
+  Coordinator c(mpi_, k, context, choices, families_, settings_, report);
   c.round = ++rounds_;
   for (int r = 0; r < mpi_.size(); ++r) {
     const bool live = accepted_[static_cast<std::size_t>(r)] && (r == 0 || !workers_stopped_) &&

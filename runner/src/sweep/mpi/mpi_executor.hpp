@@ -32,7 +32,8 @@ class MpiExecutor final : public SweepExecutor {
               const std::vector<Family>& families, ChildLaunch launch, const Settings& settings);
   std::string name() const override { return "MPI sweep"; }
   bool sweeps_up_front() const override { return true; }
-  SweepReport sweep(const std::vector<const Family*>& untuned, RunContext& context, bool first_round) override;
+  SweepReport sweep(const std::vector<const Family*>& untuned, const RunContext& context, ChoiceLog& choices,
+                    bool first_round) override;
   /// sharded_summary, of ranks and their workers.
   std::string summary(const SweepReport& report) const override;
   /// Which rank swept on which host and card, which ranks were refused or lost, and the sweep's

@@ -20,7 +20,7 @@
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {

@@ -7,7 +7,10 @@
 #include <string>
 #include <utility>
 
-#include "plan/run_context.hpp"
+#include "context/choice_log.hpp"
+#include "context/run_context.hpp"
+#include "plan/family.hpp"
+#include "timing/op_timing.hpp"
 
 namespace tunebench {
 
@@ -30,9 +33,9 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 /// Throws std::runtime_error when no config runs (or CUDA left a sticky error), and, before
 /// any sweep, when the key needs tuning and context.cache is read-only (its result could not
 /// be stored). When a sweep ran and `stats` is given, its SweepStats are copied there (left as
-/// they are when the cache answered).
-Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options = nullptr,
-                    SweepStats* stats = nullptr);
+/// they are when the cache answered). `choices` as choose_config.
+Config ensure_tuned(const Family& family, const RunContext& context, ChoiceLog& choices,
+                    const TuneOptions* options = nullptr, SweepStats* stats = nullptr);
 
 /// A replayed config the op cannot run (not in its spaces, or can_implement refuses it): it is
 /// never run; the key is tuned live (replay_fallback).
@@ -49,9 +52,10 @@ struct UnrunnableReplay : std::runtime_error {
 /// run, StickyCudaError when a config left a sticky CUDA error (what was learnt is stored),
 /// std::runtime_error when no config ran or the key cannot be stored (read-only cache). A
 /// cache still locked by another process after the store's retries does not fail the choice:
-/// the winner is kept in context.unstored for the run, with one line on stderr. `stats` as
-/// ensure_tuned.
-std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
+/// the winner is kept in `choices` for the run (ChoiceLog::keep_unstored), with one line on
+/// stderr; a replayed config that fell back, or a winner kept so, is what `choices` answers.
+/// `stats` as ensure_tuned.
+std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context, ChoiceLog& choices,
                                               const RunTimer& time_run, const TuneOptions* options = nullptr,
                                               SweepStats* stats = nullptr);
 
@@ -59,9 +63,10 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
 /// "failed (...)"): evicted from the cache (marker compile_<op>_evicted, or compile_<op>_no_evict
 /// when the eviction fails), then the key is tuned live without reading the cache, so a failed
 /// eviction cannot hand the bad config back. Says so in one line on stderr and records the
-/// fallback in context.fallbacks. Returns the live-tuned config; throws as choose_config.
-Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const std::string& bad,
-                       const std::string& what);
+/// fallback in `choices` (ChoiceLog::add_fallback). Returns the live-tuned config; throws as
+/// choose_config.
+Config replay_fallback(const Family& family, const RunContext& context, ChoiceLog& choices, OpTiming& timing,
+                       const std::string& bad, const std::string& what);
 
 /// The timing options of this run (mode, cold L2).
 TimingOptions timing_options(const RunContext& context);

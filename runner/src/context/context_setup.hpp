@@ -1,11 +1,11 @@
 #pragma once
-// Making the run's context: the measurement device, the timing actually used, the cache, the
-// record of configs, and a replay's recorded configs.
+// Making the run's facts (run_context.hpp): the measurement device, the timing actually used,
+// the cache, and a replay's recorded configs.
 
 #include <memory>
 
 #include "tunebench/device.hpp"
-#include "plan/run_context.hpp"
+#include "context/run_context.hpp"
 #include "tunebench/op.hpp"
 
 namespace tunebench {

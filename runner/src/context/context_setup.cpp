@@ -1,4 +1,4 @@
-#include "run/context_setup.hpp"
+#include "context/context_setup.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "timing/cupti_timer.hpp"
+#include "timing/op_timing.hpp"
+#include "tune/sweep_strategy.hpp"
 #include "tune/sweep_strategy_table.hpp"
 #include "tunebench/version.hpp"
 

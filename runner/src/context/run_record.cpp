@@ -1,4 +1,4 @@
-#include "report/run_record.hpp"
+#include "context/run_record.hpp"
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>

@@ -1,12 +1,11 @@
 // Which config a benchmark runs: replayed, cached, or tuned now (and stored).
 
-#include "tune/config_choice.hpp"
+#include "context/config_choice.hpp"
 
 #include "common/one_line.hpp"
 
 #include <algorithm>
 #include <iostream>
-#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -105,16 +104,12 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 // The replayed config, else the cached best config of the family's key, else the winner of a
 // sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
 // the op cannot run.
-std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context,
+std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context, ChoiceLog& choices,
                                               const RunTimer& time_run, const TuneOptions* options,
                                               SweepStats* stats) {
   const Op& op = *family.op;
   if (!context.replay.empty() && !options) {
-    {
-      std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
-      const auto fb = context.fallbacks->config_of.find(family.name);
-      if (fb != context.fallbacks->config_of.end()) return {fb->second, ConfigSource::kTuned};
-    }
+    if (auto fallback = choices.fallback_of(family.name)) return {std::move(*fallback), ConfigSource::kTuned};
     const auto it = context.replay.find(family.name);
     if (it != context.replay.end()) {
       std::string why;
@@ -125,11 +120,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   }
   const cache::Key key = cache_key(op, family.shape, context);
   if (!options) {
-    {
-      std::lock_guard<std::mutex> lock(context.unstored->mutex);
-      const auto kept = context.unstored->best_of.find(key);
-      if (kept != context.unstored->best_of.end()) return {kept->second, ConfigSource::kTuned};
-    }
+    if (auto kept = choices.unstored(key)) return {std::move(*kept), ConfigSource::kTuned};
     std::string unusable;
     if (auto cached = cached_config(family, context, &unusable)) {
       return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
@@ -156,10 +147,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   }
   std::optional<cache::Best> best;
   if (outcome.found()) best = cache::Best{outcome.best.str(), outcome.best_p50_ns, 0};
-  if (!store_outcome(context, key, outcome.results, best) && outcome.found()) {
-    std::lock_guard<std::mutex> lock(context.unstored->mutex);
-    context.unstored->best_of[key] = outcome.best;
-  }
+  if (!store_outcome(context, key, outcome.results, best) && outcome.found()) choices.keep_unstored(key, outcome.best);
   if (!outcome.found()) {
     std::string why = "no config ran";
     for (const auto& m : outcome.results) {
@@ -182,8 +170,8 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
 // from the cache, then tune the key live without reading the cache, so a failed eviction cannot
 // hand the bad config back.
 // `what` says what is wrong with it ("failed (...)", say).
-Config replay_fallback(const Family& family, const RunContext& context, OpTiming& timing, const std::string& bad,
-                       const std::string& what) {
+Config replay_fallback(const Family& family, const RunContext& context, ChoiceLog& choices, OpTiming& timing,
+                       const std::string& bad, const std::string& what) {
   const Op& op = *family.op;
   std::string marker = "compile_" + op.name() + "_evicted";
   std::string detail = "evicted from the cache";
@@ -201,10 +189,8 @@ Config replay_fallback(const Family& family, const RunContext& context, OpTiming
             << " (from " << escape_controls(context.replay_source) << ") " << escape_controls(what) << "; "
             << escape_controls(detail) << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
-  const Config config = choose_config(family, context, timing.run_timer(), &live).first;
-  std::lock_guard<std::mutex> lock(context.fallbacks->mutex);
-  context.fallbacks->config_of[family.name] = config;
-  context.fallbacks->markers[marker].push_back(family.name);
+  const Config config = choose_config(family, context, choices, timing.run_timer(), &live).first;
+  choices.add_fallback(family.name, marker, config);
   return config;
 }
 
@@ -216,13 +202,13 @@ TimingFaults timing_faults(const RunContext& context) {
 }
 
 
-Config ensure_tuned(const Family& family, const RunContext& context, const TuneOptions* options,
+Config ensure_tuned(const Family& family, const RunContext& context, ChoiceLog& choices, const TuneOptions* options,
                     SweepStats* stats) {
   OpTiming timing(*family.op, family.shape, context.seed, timing_options(context), timing_faults(context));
   const TuneOptions& tune = options ? *options : context.tune;
   // The first runs of each config are where one hangs: the watchdog is told which config it is.
   if (tune.on_progress) timing.on_new_config([&tune](const std::string& config) { tune.on_progress(config, false); });
-  return choose_config(family, context, timing.run_timer(), options, stats).first;
+  return choose_config(family, context, choices, timing.run_timer(), options, stats).first;
 }
 
 }  // namespace tunebench
