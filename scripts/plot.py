@@ -25,7 +25,10 @@ run directory, an A/B folder or a results.json, the file's stem for any other JS
 none overwrites another, and an input given twice (RUN and RUN/results.json) is plotted once.
 Time is the median of the repetitions where there are some, else the single run.
 Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it). A bad input gets one
-line on stderr and exit status 2, before any picture is written.
+line on stderr and exit status 2, before any picture is written. Pictures are drawn into temporary
+files and renamed into place, replacing only regular files: a symbolic link, FIFO or folder where
+a picture goes is refused in one line (exit 2) before any is written, so nothing outside the
+folder is ever written through a link.
 """
 
 import argparse
@@ -34,6 +37,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 
@@ -42,6 +46,8 @@ NAME = re.compile(r"^(?P<op>[a-z0-9_]+)/(?P<set>[A-Za-z0-9_]+)/M:(?P<m>\d+)/N:(?
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Ops whose baseline the runs may hold (Op::baseline in the C++ ops; the JSON does not carry it).
 BASELINE = {"mxfp4_gemm": "bf16_gemm", "mxfp4_moe": "bf16_moe"}
+UMASK = os.umask(0)
+os.umask(UMASK)
 
 
 def fail(message):
@@ -157,14 +163,43 @@ def time_unit(values):
 
 
 def save(fig, out_dir, stem, written):
+    """Draws into a new temporary file beside each picture's path (published by publish()), so
+    nothing already at the path, a symbolic link above all, is ever opened for writing."""
     out_dir, tag = out_dir
     for ext in ("png", "svg"):
         path = os.path.join(out_dir, f"{stem}{tag}.{ext}")
         try:
-            fig.savefig(path, dpi=110 if ext == "png" else None, bbox_inches="tight")
+            fd, temp = tempfile.mkstemp(prefix=".plot-", suffix=f".{ext}", dir=out_dir)
         except OSError as e:
             fail(f"{path}: {e.strerror or e}, expected a folder to write the pictures into")
-        written.append(path)
+        written.append((temp, path))
+        try:
+            os.fchmod(fd, 0o666 & ~UMASK)  # as a plain open() would have made it
+            with os.fdopen(fd, "wb") as f:
+                fig.savefig(f, format=ext, dpi=110 if ext == "png" else None, bbox_inches="tight")
+        except OSError as e:
+            fail(f"{path}: {e.strerror or e}, expected a folder to write the pictures into")
+
+
+def publish(written):
+    """Renames each drawn picture onto its path. Only a regular file there is replaced: anything
+    else (a symbolic link, which a write would follow out of the folder, a FIFO, a folder) stops
+    plot.py in one line before the first rename. A rename replaces a link that appears after the
+    check, never the file it points to."""
+    for _, path in written:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else \
+                "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+            fail(f"{path}: {kind}, expected a regular file or nothing (plot.py replaces only its own pictures)")
+    for temp, path in written:
+        try:
+            os.replace(temp, path)
+        except OSError as e:
+            fail(f"{path}: {e.strerror or e}, expected a folder to write the pictures into")
 
 
 def panels(plt, count, title):
@@ -444,18 +479,24 @@ def main():
         except OSError as e:
             where = f"--out {args.out}" if args.out else out_dir
             fail(f"{where}: {e.strerror or e}, expected a folder to write the pictures into")
-    written = []
-    for kind, what, out_dir in jobs:
-        if kind == "ab":
-            plot_ab(plt, what, out_dir, written)
-            continue
-        data, records, source = what
-        plot_sets(plt, ticker, data, source, out_dir, written)
-        if records:
-            plot_timeline(plt, records, out_dir, written)
-    if not written:  # a sweep log without one finished key, and no benchmark beside it
-        fail("nothing to plot: no benchmark of the inputs ran and no sweep key finished")
-    for path in written:
+    written = []  # (temporary file, picture's path)
+    try:
+        for kind, what, out_dir in jobs:
+            if kind == "ab":
+                plot_ab(plt, what, out_dir, written)
+                continue
+            data, records, source = what
+            plot_sets(plt, ticker, data, source, out_dir, written)
+            if records:
+                plot_timeline(plt, records, out_dir, written)
+        if not written:  # a sweep log without one finished key, and no benchmark beside it
+            fail("nothing to plot: no benchmark of the inputs ran and no sweep key finished")
+        publish(written)
+    finally:
+        for temp, _ in written:  # what a failure left unpublished
+            if os.path.lexists(temp):
+                os.remove(temp)
+    for _, path in written:
         print(path)
 
 

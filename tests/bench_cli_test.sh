@@ -160,7 +160,7 @@ set +e; REPLAY_FROM="$work/old-run" "$bench" --tunebench_shapes="$tiny" >/dev/nu
 [ "$rc" -eq 2 ] && grep -q 'a replay must run the same kernels on the same device' "$work/old.err" \
   || fail "a replay of another kernel version was not refused: rc $rc $(cat "$work/old.err")"
 set +e; REPLAY_FROM="$work/nowhere" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/nowhere.err"; rc=$?; set -e
-[ "$rc" -eq 2 ] && grep -q 'nowhere/configs.json: cannot read' "$work/nowhere.err" || fail "a missing replay dir: rc $rc"
+[ "$rc" -eq 2 ] && grep -q 'nowhere: no such folder' "$work/nowhere.err" || fail "a missing replay dir: rc $rc"
 # A run stopped before its end (manifest still "running", no configs.json) and a record that
 # lists one benchmark twice are refused with what is wrong.
 mkdir -p "$work/stopped-run" && printf '{"status": "running"}\n' >"$work/stopped-run/manifest.json"

@@ -114,4 +114,29 @@ for ro in "${unwritable[@]}"; do
   [ "$rc" = 2 ] && [ "$(wc -l <"$work/ro.err")" = 1 ] && grep -q "^plot.py: --out $ro: " "$work/ro.err" \
     || fail "plot.py --out $ro: exit status $rc, $(cat "$work/ro.err")"
 done
+# Pictures go only into regular files of --out: a symbolic link already there (to a file outside
+# it), a FIFO or a folder where a picture goes is refused in one line, exit 2, before any picture
+# is written, and the file the link points to is left as it was. A picture already there is
+# replaced.
+/usr/bin/python3 "$plot" "$run_dir/results.json" --out "$work/pictures" >/dev/null 2>"$work/plot.err" \
+  || fail "plot.py into a folder of its own earlier pictures: $(cat "$work/plot.err")"
+echo keep >"$work/outside.txt"
+for kind in link fifo folder; do
+  out=$work/trap-$kind
+  mkdir "$out"
+  case $kind in
+    link) ln -s "$work/outside.txt" "$out/latency-dsv4f_decode_tiny.png"; what="a symbolic link" ;;
+    fifo) mkfifo "$out/latency-dsv4f_decode_tiny.svg"; what="a FIFO (named pipe)" ;;
+    folder) mkdir "$out/latency-dsv4f_decode_tiny.png"; what="a folder" ;;
+  esac
+  before=$(ls -A "$out")
+  set +e
+  timeout 60 /usr/bin/python3 "$plot" "$run_dir/results.json" --out "$out" >"$work/trap.out" 2>"$work/trap.err" </dev/null
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && [ "$(wc -l <"$work/trap.err")" = 1 ] && grep -q "^plot.py: $out/latency-dsv4f_decode_tiny\.[a-z]*: $what, expected a regular file or nothing" "$work/trap.err" \
+    || fail "plot.py --out holding $what: exit status $rc, $(cat "$work/trap.err")"
+  [ "$(ls -A "$out")" = "$before" ] || fail "plot.py --out holding $what wrote there: $(ls -A "$out" | tr '\n' ' ')"
+done
+[ "$(cat "$work/outside.txt")" = keep ] || fail "plot.py wrote through a symbolic link in --out onto $work/outside.txt"
 echo "plot.py: ok"

@@ -81,6 +81,18 @@ bool has_moe(const ShapeSet& set);
 /// Throws std::invalid_argument if rules.k_multiple < 1.
 bool check_shape_rules(const ShapeSet& set, const ShapeRules& rules);
 
+/// The most shapes (Shape values: entries of a file's `shapes` times its `gemms`) one load takes,
+/// over all the files of a folder. Each shape becomes a benchmark per op, and Google Benchmark
+/// keeps several copies of each (about 2 KB a benchmark when listing), so 100,000 shapes of
+/// bench's 5 ops list in seconds and about 1 GB; beyond it a trace is to be binned (its most
+/// called shapes kept), not loaded.
+inline constexpr std::int64_t kMaxShapes = 100000;
+
+/// The largest shape file the loader parses, checked before parsing: a YAML parse takes far more
+/// memory than the file, so a trace of millions of shapes is refused at once, not after minutes.
+/// 8 MiB holds kMaxShapes entries with room for comments (an entry is about 25 bytes).
+inline constexpr std::uintmax_t kMaxShapeFileBytes = std::uintmax_t{8} << 20;
+
 /// Parses one shape-set file. The format (see runs/shape/*.yaml and the README's "Shape sets"):
 ///
 ///     name: dsv4f_decode_ep            # required, [A-Za-z0-9_]+
@@ -97,12 +109,15 @@ bool check_shape_rules(const ShapeSet& set, const ShapeRules& rules);
 /// (M, N, K) throws ShapeError naming the file, the entry and the reason. Nothing is defaulted
 /// silently: without `moe:`, Shape::experts and top_k are 0, which routed ops do not run on.
 /// What an op needs beyond this (K a multiple of its block, say) is the op's ShapeRules,
-/// checked when families are made (check_shape_rules), not here.
+/// checked when families are made (check_shape_rules), not here. Also throws ShapeError, before
+/// parsing, for a file that is not a regular file or is larger than kMaxShapeFileBytes, and for
+/// one holding more than kMaxShapes shapes.
 ShapeSet load_shape_file(const std::filesystem::path& file);
 
 /// Parses a shape file, or every *.yaml / *.yml file directly inside a folder (in name order).
-/// Throws ShapeError if the path does not exist, a folder holds no shape file, any file is bad,
-/// or two files declare the same set name.
+/// Throws ShapeError if the path does not exist, a folder holds no shape file, any file is bad
+/// (load_shape_file), the files together hold more than kMaxShapes shapes (naming the file that
+/// goes over), or two files declare the same set name.
 std::vector<ShapeSet> load_shape_path(const std::filesystem::path& path);
 
 }  // namespace tunebench

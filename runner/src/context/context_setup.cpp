@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/regular_file.hpp"
 #include "timing/cupti_timer.hpp"
 #include "timing/op_timing.hpp"
 #include "tune/sweep_strategy.hpp"
@@ -64,15 +65,20 @@ std::string manifest_device(const RunContext& c) {
 // manifest (written by a bench older than manifests).
 void check_replay_manifest(const std::filesystem::path& dir, const RunContext& context) {
   const std::filesystem::path file = dir / "manifest.json";
-  std::ifstream in(file);
-  if (!in) {
+  std::optional<std::string> text;
+  try {
+    text = read_regular_file(file);
+  } catch (const NotRegularFile& e) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.what());
+  }
+  if (!text) {
     std::cerr << "bench: WARNING: REPLAY_FROM=" << dir.string()
               << " has no manifest.json (a run dir of an older bench?): its status, device and timing mode are not checked\n";
     return;
   }
   nlohmann::json m;
   try {
-    m = nlohmann::json::parse(in);
+    m = nlohmann::json::parse(*text);
     if (!m.is_object()) throw std::runtime_error("not an object");
   } catch (const std::exception&) {
     throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": not the JSON bench writes as manifest.json");
@@ -133,6 +139,16 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
 
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {
   context.replay_source = (dir / "configs.json").string();
+  // The folder first, so a mistyped REPLAY_FROM is named, not a configs.json inside it.
+  std::error_code ec;
+  const auto type = std::filesystem::status(dir, ec).type();
+  if (type == std::filesystem::file_type::not_found) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": no such folder (expected the run directory of an earlier bench run)");
+  }
+  if (ec) throw ReplayError("REPLAY_FROM=" + dir.string() + ": cannot read (" + ec.message() + ")");
+  if (type != std::filesystem::file_type::directory) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": not a folder (expected the run directory of an earlier bench run)");
+  }
   auto recorded = RunRecord::read(dir);
   check_replay_manifest(dir, context);
   for (auto& e : recorded) {

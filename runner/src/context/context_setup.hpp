@@ -20,7 +20,9 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
 
 /// REPLAY_FROM: reads `dir`'s configs.json into context.replay. Throws ReplayError when a config
 /// was recorded with another kernel version or on another device (a replay must run the same
-/// kernels on the same device), or the directory is not a run record; and when its manifest.json
+/// kernels on the same device), `dir` is missing or not a folder (naming `dir`), its
+/// configs.json or manifest.json is not a regular file (a FIFO is never waited on), or the
+/// directory is not a run record; and when its manifest.json
 /// says the run did not complete, or names another device or timing mode. Warns (one line on
 /// stderr) of another tunebench version or git revision, and of a missing manifest.json.
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context);

@@ -5,9 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <set>
 
 #include "common/atomic_file.hpp"
+#include "common/regular_file.hpp"
 
 namespace tunebench {
 
@@ -49,9 +50,7 @@ std::optional<ConfigSource> parse_config_source(const std::string& name) {
 
 void RunRecord::add(RecordedConfig entry) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& e : entries_) {
-    if (e.benchmark == entry.benchmark) return;
-  }
+  if (!names_.insert(entry.benchmark).second) return;
   entries_.push_back(std::move(entry));
 }
 
@@ -73,29 +72,34 @@ void RunRecord::write(const fs::path& dir) const {
 
 std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
   const fs::path file = dir / "configs.json";
-  std::ifstream in(file);
-  if (!in) {
+  std::optional<std::string> text;
+  try {
+    text = read_regular_file(file);
+  } catch (const NotRegularFile& e) {
+    throw ReplayError(e.what());
+  }
+  if (!text) {
     // A run stopped before its end has a manifest that still says "running" and no configs.json.
-    std::ifstream manifest(dir / "manifest.json");
     try {
-      if (manifest && json::parse(manifest).value("status", "") == "running") {
+      const auto manifest = read_regular_file(dir / "manifest.json");
+      if (manifest && json::parse(*manifest).value("status", "") == "running") {
         throw ReplayError(dir.string() + ": that run did not complete (interrupted): it recorded no configs to replay");
       }
     } catch (const json::exception&) {
+    } catch (const NotRegularFile&) {
     }
-    throw ReplayError(file.string() + ": cannot read (expected a run directory of an earlier bench run)");
+    throw ReplayError(file.string() + ": no such file (expected a run directory of an earlier bench run)");
   }
   std::vector<RecordedConfig> out;
+  std::set<std::string> names;
   try {
-    const json doc = json::parse(in);
+    const json doc = json::parse(*text);
     if (doc.at("tunebench_run_record").get<int>() != 1) {
       throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() + ", expected 1");
     }
     for (const auto& c : doc.at("configs")) {
       const std::string name = c.at("benchmark").get<std::string>();
-      for (const auto& earlier : out) {
-        if (earlier.benchmark == name) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
-      }
+      if (!names.insert(name).second) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
       const std::string source = c.at("source").get<std::string>();
       const auto parsed = parse_config_source(source);
       if (!parsed) {

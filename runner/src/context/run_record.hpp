@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,13 +53,14 @@ class RunRecord {
   /// Writes configs.json into `dir`, whole or not at all (write_file_atomically). Throws
   /// std::runtime_error naming the file when it cannot be written.
   void write(const std::filesystem::path& dir) const;
-  /// Reads <dir>/configs.json. Throws ReplayError naming the file if it is missing or not a
-  /// run record.
+  /// Reads <dir>/configs.json. Throws ReplayError naming the file if it is missing, not a
+  /// regular file (a FIFO or a folder is never opened for a blocking read) or not a run record.
   static std::vector<RecordedConfig> read(const std::filesystem::path& dir);
 
  private:
   mutable std::mutex mutex_;
   std::vector<RecordedConfig> entries_;
+  std::set<std::string> names_;  // of entries_, so add() stays fast with many benchmarks
 };
 
 }  // namespace tunebench

@@ -18,6 +18,11 @@ BenchmarkFilter::BenchmarkFilter(std::string spec) : spec_(std::move(spec)) {
   }
 }
 
+std::string BenchmarkFilter::run_spec() const {
+  if (spec_.empty() || spec_ == "all" || spec_ == ".") return "^";
+  return spec_;
+}
+
 bool BenchmarkFilter::selects(std::string_view name) const {
   return std::regex_search(name.begin(), name.end(), regex_) != negative_;
 }

@@ -133,6 +133,11 @@ YAML::Node read_yaml(const fs::path& file) {
   if (!fs::is_regular_file(file, ec)) {
     throw ShapeError(file.string() + ": not a regular file (expected a YAML shape file)");
   }
+  if (const auto bytes = fs::file_size(file, ec); !ec && bytes > kMaxShapeFileBytes) {
+    throw ShapeError(file.string() + ": " + std::to_string(bytes) + " bytes, larger than a shape file may be (" +
+                     std::to_string(kMaxShapeFileBytes) + " bytes; a run takes at most " + std::to_string(kMaxShapes) +
+                     " shapes): keep the trace's most called shapes");
+  }
   try {
     const auto docs = YAML::LoadAllFromFile(file.string());
     if (docs.size() > 1) {
@@ -202,10 +207,22 @@ std::vector<GemmEntry> read_gemms(const YAML::Node& root, const Where& top) {
   return gemms;
 }
 
-// One Shape per entry of `shapes` and gemm, in that order.
-void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_t, std::int64_t> moe, ShapeSet& set) {
+// One Shape per entry of `shapes` and gemm, in that order. `earlier`: shapes of the files read
+// before this one, which count towards kMaxShapes.
+void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_t, std::int64_t> moe, ShapeSet& set,
+                 std::int64_t earlier) {
   const Where shapes_at = top.child("shapes");
   const YAML::Node shapes_node = read_list(root["shapes"], shapes_at);
+  const auto count = static_cast<std::int64_t>(shapes_node.size() * set.gemms.size());
+  if (earlier + count > kMaxShapes) {
+    shapes_at.fail(shapes_node, std::to_string(shapes_node.size()) + " entries x " + std::to_string(set.gemms.size()) +
+                                    " gemms = " + std::to_string(count) + " shapes" +
+                                    (earlier > 0 ? " (" + std::to_string(earlier + count) + " with the files before it)"
+                                                 : std::string()) +
+                                    ", more than a run takes (" + std::to_string(kMaxShapes) +
+                                    "): keep the trace's most called shapes");
+  }
+  set.shapes.reserve(static_cast<std::size_t>(count));
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
   for (std::size_t i = 0; i < shapes_node.size(); ++i) {
     const YAML::Node s = shapes_node[i];
@@ -224,9 +241,7 @@ void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_
   }
 }
 
-}  // namespace
-
-ShapeSet load_shape_file(const fs::path& file) {
+ShapeSet load_shape_file(const fs::path& file, std::int64_t earlier) {
   const YAML::Node root = read_yaml(file);
   const Where top(file, "", root);
   if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
@@ -240,9 +255,13 @@ ShapeSet load_shape_file(const fs::path& file) {
   if (root["description"]) set.description = read_string(root["description"], top.child("description"));
   const auto moe = read_moe(root, top);
   set.gemms = read_gemms(root, top);
-  read_shapes(root, top, moe, set);
+  read_shapes(root, top, moe, set, earlier);
   return set;
 }
+
+}  // namespace
+
+ShapeSet load_shape_file(const fs::path& file) { return load_shape_file(file, 0); }
 
 bool has_moe(const ShapeSet& set) {
   return !set.shapes.empty() && std::all_of(set.shapes.begin(), set.shapes.end(), [](const Shape& s) {
@@ -300,8 +319,10 @@ std::vector<ShapeSet> load_shape_path(const fs::path& path) {
   }
   std::vector<ShapeSet> sets;
   std::map<std::string, fs::path> names;
+  std::int64_t shapes = 0;
   for (const auto& f : files) {
-    auto set = load_shape_file(f);
+    auto set = load_shape_file(f, shapes);
+    shapes += static_cast<std::int64_t>(set.shapes.size());
     if (auto [it, fresh] = names.emplace(set.name, f); !fresh) {
       throw ShapeError(f.string() + ": name: set '" + set.name + "' is already declared by " +
                        it->second.string());

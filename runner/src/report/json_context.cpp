@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
 
 #include "cuda/gpu_clock.hpp"
@@ -49,7 +50,21 @@ std::string this_host() {
   return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
 }
 
+// Google Benchmark says itself whether it was built without NDEBUG (Debian's libbenchmark 1.7.1
+// is): its basic context then carries the DEBUG warning that every run prints.
+bool benchmark_library_is_debug() {
+  std::ostringstream context;
+  benchmark::BenchmarkReporter::PrintBasicContext(&context, benchmark::BenchmarkReporter::Context());
+  return context.str().find("Library was built as DEBUG") != std::string::npos;
+}
+
 }  // namespace
+
+const char* const kLibraryBuildNote =
+    "Google Benchmark was built without NDEBUG (Debian's libbenchmark), so its own consistency checks "
+    "(BM_CHECK) run, outside the measured time: the times reported are manual times measured by tunebench "
+    "(CUPTI kernel durations, CUDA events, or the host clock around a host op), built in Release, and do not "
+    "include them; only the cpu_time of each entry contains the library's loop and its checks";
 
 void add_run_context(const RunContext& context, const Settings& settings, const GpuProbe& gpu, const OpList& ops) {
   benchmark::AddCustomContext("tunebench_version", kVersion);
@@ -59,6 +74,7 @@ void add_run_context(const RunContext& context, const Settings& settings, const 
   benchmark::AddCustomContext("tunebench_host", this_host());
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count) : "0 (" + gpu.reason + ")");
   if (gpu.available()) add_gpu_context(context, ops);
+  if (benchmark_library_is_debug()) benchmark::AddCustomContext("tunebench_library_build_note", kLibraryBuildNote);
 }
 
 }  // namespace tunebench

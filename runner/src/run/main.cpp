@@ -100,10 +100,10 @@ void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector
 // Time and report: Google Benchmark's serial loop; the latency table joins the console format.
 // tunebench makes both reporters (display, and the --benchmark_out file's when there is one),
 // so that their numbers are written in the "C" form whatever locale an op has set.
-std::size_t time_stage(const Invocation& inv, const std::vector<Family>& families, const RunDir& dir,
-                       const std::string& out_file, BencherFile& dashboard) {
+std::size_t time_stage(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
+                       const RunDir& dir, const std::string& out_file, BencherFile& dashboard) {
   use_c_numbers();  // an in-process sweep has prepared ops
-  if (inv.listing()) return benchmark::RunSpecifiedBenchmarks();
+  if (inv.listing()) return benchmark::RunSpecifiedBenchmarks(filter.run_spec());
   int options = benchmark::ConsoleReporter::OO_None;
   // "auto": a terminal, but not under an MPI launcher, whose ranks write to terminals of its
   // own even where the user's stdout is a file.
@@ -125,7 +125,7 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
   // Google Benchmark opens the --benchmark_out file and points this reporter at it.
   const auto file =
       out_file.empty() ? nullptr : make_c_numbers_reporter(inv.out_format(), benchmark::ConsoleReporter::OO_None, tap);
-  return benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  return benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), filter.run_spec());
 }
 
 // Finish: the run directory, --benchmark_out moved into place, the replay markers.
@@ -205,7 +205,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const std::shared_ptr<const RunContext> frozen = context;
   for (const auto& family : families) register_family(family, frozen, loop);
   BencherFile dashboard;
-  const std::size_t matched = time_stage(inv, families, dir, out_file, dashboard);
+  const std::size_t matched = time_stage(inv, families, filter, dir, out_file, dashboard);
   loop->last.release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
   if (const int rc = finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families); rc != 0) {

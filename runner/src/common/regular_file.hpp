@@ -1,0 +1,27 @@
+#pragma once
+// Reading a file a user names (a replay folder's records) that may turn out to be anything: a
+// FIFO, a folder, a device.
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace tunebench {
+
+/// A file that is not a regular file, or that cannot be read. what() is one line naming the path
+/// and what it is, e.g. "runs/x/configs.json: a FIFO (named pipe), expected a regular file".
+class NotRegularFile : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The whole content of `file`, which must be a regular file (a symbolic link to one is
+/// followed); std::nullopt when nothing is there (it, or a folder on its path, does not exist).
+/// The file is opened without blocking and checked on the open descriptor, so a FIFO or a
+/// terminal never hangs the caller and nothing swapped in after a check is read. Throws
+/// NotRegularFile for a folder, FIFO, socket or device, or when it cannot be opened or read
+/// (permission, a dangling link's loop).
+std::optional<std::string> read_regular_file(const std::filesystem::path& file);
+
+}  // namespace tunebench

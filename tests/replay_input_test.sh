@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# REPLAY_FROM names what a user gives it: the folder when there is none, and for its configs.json
+# and manifest.json anything but a regular file (a FIFO, a folder, a device) is one line and
+# exit status 2, at once: a FIFO is never waited on, a folder never read as a stream.
+set -euo pipefail
+bench=${1:?usage: replay_input_test.sh BENCH}
+source "$(dirname "$0")/lib.sh"
+
+first='cpu_mxfp4_gemm/dsv4f_decode_tiny/M:1/N:256/K:512'
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 >/dev/null 2>"$work/record.err" \
+  || fail "the record run failed: $(cat "$work/record.err")"
+record=$(ls -d "$work"/runs/*)
+[ -f "$record/configs.json" ] && [ -f "$record/manifest.json" ] || fail "the record run left no configs.json and manifest.json"
+
+refused() {  # WHAT REPLAY_DIR PATTERN: one line matching PATTERN, exit 2, within 30 s
+  local rc
+  set +e; REPLAY_FROM="$2" timeout 30 "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >"$work/out" 2>"$work/err" </dev/null; rc=$?; set -e
+  [ "$rc" -ne 124 ] || fail "$1: bench still waiting after 30 s"
+  [ "$rc" -eq 2 ] || fail "$1: exit status $rc, expected 2: $(cat "$work/err")"
+  [ "$(wc -l <"$work/err")" -eq 1 ] && grep -qF -- "$3" "$work/err" || fail "$1: expected one line with '$3', got: $(cat "$work/err")"
+}
+# A copy of the record with FILE replaced by what MAKE makes (a command taking the path).
+variant() {  # NAME FILE MAKE...
+  local dir=$work/$1
+  cp -r "$record" "$dir"
+  rm -f "$dir/$2"
+  "${@:3}" "$dir/$2"
+  echo "$dir"
+}
+
+refused "a missing folder" "$work/nowhere" "bench: REPLAY_FROM=$work/nowhere: no such folder (expected the run directory of an earlier bench run)"
+! grep -q configs.json "$work/err" || fail "a missing folder: the error names configs.json: $(cat "$work/err")"
+refused "a file for the folder" "$record/configs.json" "REPLAY_FROM=$record/configs.json: not a folder"
+refused "configs.json a FIFO" "$(variant fifo-configs configs.json mkfifo)" "fifo-configs/configs.json: a FIFO (named pipe), expected a regular file"
+refused "configs.json a folder" "$(variant dir-configs configs.json mkdir)" "dir-configs/configs.json: a folder, expected a regular file"
+! grep -q basic_filebuf "$work/err" || fail "configs.json a folder: a raw stream error: $(cat "$work/err")"
+refused "configs.json a device" "$(variant dev-configs configs.json ln -s /dev/zero)" "dev-configs/configs.json: a character device, expected a regular file"
+refused "configs.json missing" "$(variant no-configs configs.json true)" "no-configs/configs.json: no such file"
+refused "manifest.json a FIFO" "$(variant fifo-manifest manifest.json mkfifo)" "REPLAY_FROM=$work/fifo-manifest: $work/fifo-manifest/manifest.json: a FIFO (named pipe), expected a regular file"
+refused "manifest.json a folder" "$(variant dir-manifest manifest.json mkdir)" "dir-manifest/manifest.json: a folder, expected a regular file"
+# The same record through a symbolic link to its configs.json still replays.
+linked=$(variant linked configs.json ln -s "$record/configs.json")
+REPLAY_FROM="$linked" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 \
+  >/dev/null 2>"$work/linked.err" || fail "a configs.json linked to a record did not replay: $(cat "$work/linked.err")"
+grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a configs.json linked to a record: nothing replayed"
+echo "replay_input: ok"
