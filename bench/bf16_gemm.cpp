@@ -46,9 +46,9 @@ std::vector<Config> Bf16GemmOp::config_space(SpaceKind) const {
 
 std::unique_ptr<Workload> Bf16GemmOp::prepare(const Shape& shape, std::uint64_t seed) const {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.k % mxfp4::kBlock != 0) {
-    throw std::invalid_argument("bf16_gemm: expected M, N, K > 0 and K a multiple of 32, got M=" +
-                                std::to_string(shape.m) + " N=" + std::to_string(shape.n) +
-                                " K=" + std::to_string(shape.k));
+    throw std::invalid_argument(
+        "bf16_gemm: expected M, N, K > 0 and K a multiple of 32, got M=" + std::to_string(shape.m) +
+        " N=" + std::to_string(shape.n) + " K=" + std::to_string(shape.k));
   }
   auto work = std::make_unique<Bf16Workload>();
   const std::int64_t m = shape.m, n = shape.n, k = shape.k;
@@ -109,8 +109,8 @@ CheckResult Bf16GemmOp::check(Workload& work, const Config& config, cudaStream_t
   TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y_dev.get(), 0xFF, mn * sizeof(std::uint16_t), stream));
   run(work, config, stream);
   std::vector<std::uint16_t> y(mn);
-  TUNEBENCH_CUDA_CHECK(cudaMemcpyAsync(y.data(), w.y_dev.get(), mn * sizeof(std::uint16_t),
-                                       cudaMemcpyDeviceToHost, stream));
+  TUNEBENCH_CUDA_CHECK(
+      cudaMemcpyAsync(y.data(), w.y_dev.get(), mn * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
   TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   CheckResult result;
@@ -157,8 +157,6 @@ CheckResult Bf16GemmOp::check(Workload& work, const Config& config, cudaStream_t
 
 double Bf16GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }
 
-double Bf16GemmOp::bytes(const Shape& s) const {
-  return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kBf16WeightBytes);
-}
+double Bf16GemmOp::bytes(const Shape& s) const { return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kBf16WeightBytes); }
 
 }  // namespace tunebench::bench

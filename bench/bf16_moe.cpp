@@ -22,8 +22,8 @@ GroupedGemmPlan plan_grouped_gemm(const std::vector<ExpertGroup>& groups, bool m
   GroupedGemmPlan plan;
   for (const auto& g : groups) {
     if (g.count <= 0) {
-      throw std::invalid_argument("plan_grouped_gemm: expert " + std::to_string(g.expert) +
-                                  " has count " + std::to_string(g.count) + ", expected > 0");
+      throw std::invalid_argument("plan_grouped_gemm: expert " + std::to_string(g.expert) + " has count " +
+                                  std::to_string(g.count) + ", expected > 0");
     }
   }
   if (!merge_equal_counts) {
@@ -54,7 +54,8 @@ void cublas_check(cublasStatus_t status, const char* call) {
 struct CublasDeleter {
   void operator()(cublasHandle_t h) const noexcept {
     const cublasStatus_t st = cublasDestroy(h);
-    if (st != CUBLAS_STATUS_SUCCESS) std::cerr << "tunebench: cuBLAS: cublasDestroy: " << cublasGetStatusName(st) << "\n";
+    if (st != CUBLAS_STATUS_SUCCESS)
+      std::cerr << "tunebench: cuBLAS: cublasDestroy: " << cublasGetStatusName(st) << "\n";
   }
 };
 using CublasHandle = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter>;
@@ -77,7 +78,7 @@ struct MoeRoutingState {
 struct Bf16MoeWorkload final : Workload {
   Shape shape;
   std::int64_t pairs = 0, rows_a = 0;
-  std::vector<std::uint16_t> a_host;  // A[rows_a, K] as mxfp4_moe's workload holds it
+  std::vector<std::uint16_t> a_host;      // A[rows_a, K] as mxfp4_moe's workload holds it
   std::shared_ptr<const DeviceBuffer> w;  // BF16 [E * N, K]
   DeviceBuffer a_sorted, y;
   std::vector<MoeRoutingState> routings;
@@ -160,7 +161,8 @@ void launch_per_expert(Bf16MoeWorkload& w, std::size_t routing, std::int64_t alg
       throw std::runtime_error("bf16_moe: cuBLASLt offered no algorithm for " + std::to_string(g.count) +
                                " rows, N=" + std::to_string(w.shape.n) + " K=" + std::to_string(w.shape.k));
     }
-    lt.run(std::min<std::int64_t>(algo, lt.algos() - 1), wbase + static_cast<std::int64_t>(g.expert) * w.shape.n * w.shape.k,
+    lt.run(std::min<std::int64_t>(algo, lt.algos() - 1),
+           wbase + static_cast<std::int64_t>(g.expert) * w.shape.n * w.shape.k,
            w.a_sorted.as<const std::uint16_t>() + static_cast<std::int64_t>(g.first) * w.shape.k,
            w.y.as<std::uint16_t>() + static_cast<std::int64_t>(g.first) * w.shape.n, stream);
   }
@@ -176,13 +178,13 @@ void launch_grouped(Bf16MoeWorkload& w, std::size_t routing, std::int64_t merge,
   for (auto& r : w.routings) call_for(w, r, merge);  // every routing's arrays before any launch
   GroupedCall& c = call_for(w, w.routings[routing], merge);
   cublas_check(cublasSetStream(w.handle.get(), stream), "cublasSetStream");
-  cublas_check(cublasGemmGroupedBatchedEx(
-                   w.handle.get(), c.trans_a.data(), c.trans_b.data(), c.m.data(), c.n.data(), c.k.data(),
-                   c.alpha.data(), c.a_ptrs.as<const void* const>(), CUDA_R_16BF, c.lda.data(),
-                   c.b_ptrs.as<const void* const>(), CUDA_R_16BF, c.ldb.data(), c.beta.data(),
-                   c.c_ptrs.as<void* const>(), CUDA_R_16BF, c.ldc.data(), static_cast<int>(c.group_size.size()),
-                   c.group_size.data(), CUBLAS_COMPUTE_32F),
-               "cublasGemmGroupedBatchedEx");
+  cublas_check(
+      cublasGemmGroupedBatchedEx(w.handle.get(), c.trans_a.data(), c.trans_b.data(), c.m.data(), c.n.data(), c.k.data(),
+                                 c.alpha.data(), c.a_ptrs.as<const void* const>(), CUDA_R_16BF, c.lda.data(),
+                                 c.b_ptrs.as<const void* const>(), CUDA_R_16BF, c.ldb.data(), c.beta.data(),
+                                 c.c_ptrs.as<void* const>(), CUDA_R_16BF, c.ldc.data(),
+                                 static_cast<int>(c.group_size.size()), c.group_size.data(), CUBLAS_COMPUTE_32F),
+      "cublasGemmGroupedBatchedEx");
 }
 
 bool per_expert(const Config& config) { return config.has("PER_EXPERT") && config.get("PER_EXPERT") == 1; }
@@ -233,10 +235,10 @@ bool Bf16MoeOp::can_implement(const Config& config, const Shape& shape, const De
 std::unique_ptr<Workload> Bf16MoeOp::prepare(const Shape& shape, std::uint64_t seed) const {
   if (shape.experts <= 0 || shape.top_k <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0 ||
       shape.k % mxfp4::kBlock != 0) {
-    throw std::invalid_argument("bf16_moe: expected M, N, K > 0, K a multiple of 32 and the MoE geometry, got M=" +
-                                std::to_string(shape.m) + " N=" + std::to_string(shape.n) + " K=" +
-                                std::to_string(shape.k) + " E=" + std::to_string(shape.experts) +
-                                " topk=" + std::to_string(shape.top_k));
+    throw std::invalid_argument(
+        "bf16_moe: expected M, N, K > 0, K a multiple of 32 and the MoE geometry, got M=" + std::to_string(shape.m) +
+        " N=" + std::to_string(shape.n) + " K=" + std::to_string(shape.k) + " E=" + std::to_string(shape.experts) +
+        " topk=" + std::to_string(shape.top_k));
   }
   auto w = std::make_unique<Bf16MoeWorkload>();
   w->shape = shape;
@@ -293,7 +295,8 @@ CheckResult Bf16MoeOp::check(Workload& work, const Config& config, cudaStream_t 
   CheckResult result;
   w.out.assign(y.size(), 0);
   for (std::int64_t i = 0; i < w.pairs; ++i) {
-    std::copy_n(y.data() + i * s.n, s.n, w.out.data() + static_cast<std::int64_t>(r.sorted[static_cast<std::size_t>(i)]) * s.n);
+    std::copy_n(y.data() + i * s.n, s.n,
+                w.out.data() + static_cast<std::int64_t>(r.sorted[static_cast<std::size_t>(i)]) * s.n);
   }
   for (const std::uint16_t v : y) {
     if (!std::isfinite(mxfp4::bf16_to_float(v))) {
@@ -310,7 +313,8 @@ CheckResult Bf16MoeOp::check(Workload& work, const Config& config, cudaStream_t 
   for (std::int64_t j = 0; j < rows; ++j) {
     const std::int64_t i = rows == 1 ? 0 : j * (w.pairs - 1) / (rows - 1);
     const auto g = std::upper_bound(groups.begin(), groups.end(), i,
-                                    [](std::int64_t v, const ExpertGroup& e) { return v < e.first; }) - 1;
+                                    [](std::int64_t v, const ExpertGroup& e) { return v < e.first; }) -
+                   1;
     by_expert[g->expert].push_back(i);
   }
   const auto rows_w = static_cast<std::size_t>(s.n * s.k);
@@ -319,7 +323,8 @@ CheckResult Bf16MoeOp::check(Workload& work, const Config& config, cudaStream_t 
   const std::vector<int> src = a_rows(r, pair_input(s), s.top_k);
   double err2 = 0, ref2 = 0;
   for (const auto& [expert, sample] : by_expert) {
-    TUNEBENCH_CUDA_CHECK(cudaMemcpy(wb.data(), w.w->as<const std::uint16_t>() + static_cast<std::int64_t>(expert) * s.n * s.k,
+    TUNEBENCH_CUDA_CHECK(cudaMemcpy(wb.data(),
+                                    w.w->as<const std::uint16_t>() + static_cast<std::int64_t>(expert) * s.n * s.k,
                                     rows_w * 2, cudaMemcpyDeviceToHost));
     for (std::size_t t = 0; t < rows_w; ++t) wf[t] = mxfp4::bf16_to_float(wb[t]);
     for (const std::int64_t i : sample) {

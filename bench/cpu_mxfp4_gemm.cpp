@@ -20,8 +20,8 @@ struct GemmWorkload final : Workload {
 namespace {
 
 template <class Store>
-void gemm_blocked(const std::uint16_t* x, const mxfp4::Matrix& w, std::int64_t m,
-                  std::int64_t block_n, std::int64_t block_k, Store store) {
+void gemm_blocked(const std::uint16_t* x, const mxfp4::Matrix& w, std::int64_t m, std::int64_t block_n,
+                  std::int64_t block_k, Store store) {
   const std::int64_t n = w.rows, k = w.cols;
   if (m <= 0 || block_n <= 0 || block_k <= 0 || block_k % mxfp4::kBlock != 0) {
     throw std::invalid_argument("cpu_mxfp4_gemm: expected M > 0, BLOCK_N > 0 and BLOCK_K a positive multiple of 32");
@@ -63,14 +63,13 @@ void gemm_blocked(const std::uint16_t* x, const mxfp4::Matrix& w, std::int64_t m
 
 }  // namespace
 
-void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y,
-                    std::int64_t m, std::int64_t block_n, std::int64_t block_k) {
-  gemm_blocked(x, w, m, block_n, block_k,
-               [y](std::int64_t i, float v) { y[i] = mxfp4::float_to_bf16(v); });
+void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y, std::int64_t m,
+                    std::int64_t block_n, std::int64_t block_k) {
+  gemm_blocked(x, w, m, block_n, block_k, [y](std::int64_t i, float v) { y[i] = mxfp4::float_to_bf16(v); });
 }
 
-void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m,
-                        std::int64_t block_n, std::int64_t block_k) {
+void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m, std::int64_t block_n,
+                        std::int64_t block_k) {
   gemm_blocked(x, w, m, block_n, block_k, [y](std::int64_t i, float v) { y[i] = v; });
 }
 
@@ -93,8 +92,8 @@ GemmInputs make_gemm_inputs(std::int64_t m, std::int64_t n, std::int64_t k, std:
 
 std::vector<Config> CpuMxfp4GemmOp::config_space(SpaceKind kind) const {
   if (kind == SpaceKind::kExpanded) {
-    return cartesian_product({{"BLOCK_N", {4, 8, 16, 32, 64, 128, 256}},
-                              {"BLOCK_K", {64, 128, 256, 512, 1024, 2048, 4096}}});
+    return cartesian_product(
+        {{"BLOCK_N", {4, 8, 16, 32, 64, 128, 256}}, {"BLOCK_K", {64, 128, 256, 512, 1024, 2048, 4096}}});
   }
   return cartesian_product({{"BLOCK_N", {16, 64, 256}}, {"BLOCK_K", {128, 512, 2048}}});
 }
@@ -117,8 +116,7 @@ std::unique_ptr<Workload> CpuMxfp4GemmOp::prepare(const Shape& shape, std::uint6
 
 void CpuMxfp4GemmOp::run(Workload& work, const Config& config, cudaStream_t) const {
   auto& w = dynamic_cast<GemmWorkload&>(work);
-  cpu_mxfp4_gemm(w.in.x.data(), w.in.w, w.y.data(), w.in.m, config.get("BLOCK_N"),
-                 config.get("BLOCK_K"));
+  cpu_mxfp4_gemm(w.in.x.data(), w.in.w, w.y.data(), w.in.m, config.get("BLOCK_N"), config.get("BLOCK_K"));
 }
 
 double CpuMxfp4GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }

@@ -17,13 +17,13 @@ namespace tunebench::bench {
 /// (W dequantized block_n rows x block_k columns at a time), then rounds to BF16 (nearest
 /// even). Columns blocks run in parallel (OpenMP). block_n > 0; block_k a positive multiple of
 /// 32. Throws std::invalid_argument on a bad size.
-void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y,
-                    std::int64_t m, std::int64_t block_n, std::int64_t block_k);
+void cpu_mxfp4_gemm(const std::uint16_t* x, const mxfp4::Matrix& w, std::uint16_t* y, std::int64_t m,
+                    std::int64_t block_n, std::int64_t block_k);
 
 /// cpu_mxfp4_gemm with the fp32 sums written as they are (no BF16 rounding): the reference the
 /// GPU kernels are compared with. Same arguments and errors.
-void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m,
-                        std::int64_t block_n, std::int64_t block_k);
+void cpu_mxfp4_gemm_f32(const std::uint16_t* x, const mxfp4::Matrix& w, float* y, std::int64_t m, std::int64_t block_n,
+                        std::int64_t block_k);
 
 /// Deterministic test data: X is BF16 in [-1, 1); W is drawn per 32-element block with a
 /// random magnitude 2^u, u uniform in [-8, 8), so its MXFP4 scales vary, then quantized.

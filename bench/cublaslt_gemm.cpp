@@ -48,8 +48,7 @@ struct PreferenceDeleter {
 using Handle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, HandleDeleter>;
 using Desc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, DescDeleter>;
 using Layout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
-using Preference =
-    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
+using Preference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
 
 const std::shared_ptr<const DeviceBuffer>& non_null(const std::shared_ptr<const DeviceBuffer>& workspace,
                                                     const std::string& who) {
@@ -102,8 +101,7 @@ CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::
   lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b), s.who,
            "cublasLtMatmulDescSetAttribute");
   // Row-major W[N,K], X[M,K] and Y[M,N] are column-major K x N, K x M and N x M.
-  const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n),
-             uk = static_cast<std::uint64_t>(k);
+  const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n), uk = static_cast<std::uint64_t>(k);
   s.a_layout = s.make_layout(uk, un, k);
   s.b_layout = s.make_layout(uk, um, k);
   s.d_layout = s.make_layout(un, um, n);
@@ -111,9 +109,9 @@ CublasLtGemm::CublasLtGemm(std::int64_t m, std::int64_t n, std::int64_t k, std::
   cublasLtMatmulPreference_t pref_raw = nullptr;
   lt_check(cublasLtMatmulPreferenceCreate(&pref_raw), s.who, "cublasLtMatmulPreferenceCreate");
   const Preference pref(pref_raw);
-  lt_check(cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
-                                                sizeof max_ws),
-           s.who, "cublasLtMatmulPreferenceSetAttribute");
+  lt_check(
+      cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
+      s.who, "cublasLtMatmulPreferenceSetAttribute");
   std::vector<cublasLtMatmulHeuristicResult_t> results(kRequestedAlgos);
   int returned = 0;
   const cublasStatus_t st =

@@ -16,10 +16,10 @@ constexpr std::int64_t kMaxBlocksPerSm = 32;  // sm_90's resident blocks per SM
 
 struct ReadWorkload final : Workload {
   std::size_t words = 0;  // 16-byte words read per run
-  DeviceBuffer copies;      // `count` copies, one every `stride` bytes
+  DeviceBuffer copies;    // `count` copies, one every `stride` bytes
   std::size_t count = 0, stride = 0;
   std::array<std::uint32_t, 4> expected{};  // XOR of every word of a copy
-  DeviceBuffer result;  // one 16-byte XOR per block
+  DeviceBuffer result;                      // one 16-byte XOR per block
   std::size_t calls = 0;
   int sm_count = 0;
   std::size_t variants() const override { return count; }
@@ -98,8 +98,8 @@ std::string HbmReadOp::kernel_version() const { return "hbm_read-" + content_has
 
 std::vector<Config> HbmReadOp::config_space(SpaceKind) const {
   std::vector<Config> out;
-  for (const auto& c : cartesian_product({{"THREADS", {256, 512, 1024}}, {"BLOCKS_PER_SM", {1, 2, 4, 8}},
-                                          {"UNROLL", {1, 2, 4, 8}}})) {
+  for (const auto& c :
+       cartesian_product({{"THREADS", {256, 512, 1024}}, {"BLOCKS_PER_SM", {1, 2, 4, 8}}, {"UNROLL", {1, 2, 4, 8}}})) {
     if (c.get("THREADS") * c.get("BLOCKS_PER_SM") <= kThreadsPerSm) out.push_back(c);
   }
   return out;
@@ -108,8 +108,9 @@ std::vector<Config> HbmReadOp::config_space(SpaceKind) const {
 bool HbmReadOp::can_implement(const Config& config, const Shape&, const DeviceInfo& device) const {
   const auto threads = config.get("THREADS");
   return threads > 0 && threads % 32 == 0 && threads <= device.max_threads_per_block &&
-         config.get("BLOCKS_PER_SM") > 0 && config.get("BLOCKS_PER_SM") <= kMaxBlocksPerSm && threads * config.get("BLOCKS_PER_SM") <= kThreadsPerSm &&
-         config.get("UNROLL") > 0 && config.get("UNROLL") <= 32;
+         config.get("BLOCKS_PER_SM") > 0 && config.get("BLOCKS_PER_SM") <= kMaxBlocksPerSm &&
+         threads * config.get("BLOCKS_PER_SM") <= kThreadsPerSm && config.get("UNROLL") > 0 &&
+         config.get("UNROLL") <= 32;
 }
 
 std::unique_ptr<Workload> HbmReadOp::prepare(const Shape& shape, std::uint64_t seed) const {

@@ -26,12 +26,10 @@ std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint64_t seed) {
   return out;
 }
 
-mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed,
-                           std::uint8_t scale_lo, std::uint8_t scale_hi) {
-  if (rows <= 0 || cols <= 0 || cols % mxfp4::kBlock != 0 || scale_lo > scale_hi ||
-      scale_hi == mxfp4::kScaleNaN) {
-    throw std::invalid_argument("random_mxfp4: bad arguments " + std::to_string(rows) + " x " +
-                                std::to_string(cols));
+mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed, std::uint8_t scale_lo,
+                           std::uint8_t scale_hi) {
+  if (rows <= 0 || cols <= 0 || cols % mxfp4::kBlock != 0 || scale_lo > scale_hi || scale_hi == mxfp4::kScaleNaN) {
+    throw std::invalid_argument("random_mxfp4: bad arguments " + std::to_string(rows) + " x " + std::to_string(cols));
   }
   mxfp4::Matrix w{rows, cols, std::vector<std::uint8_t>(rows * cols / 2),
                   std::vector<std::uint8_t>(rows * cols / mxfp4::kBlock)};

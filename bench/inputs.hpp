@@ -19,9 +19,7 @@ struct Rng {
     return z ^ (z >> 31);
   }
   /// Uniform in [lo, hi) on a 2^-24 grid.
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f; }
   /// Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for n < 2^32).
   std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
 };
@@ -32,7 +30,7 @@ std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint64_t seed);
 /// A random MXFP4 matrix [rows, cols]: every E2M1 code uniform over all 16, every scale
 /// uniform in [scale_lo, scale_hi] (E8M0 codes; 127 is 1.0). Valid MXFP4 without going through
 /// quantize, so gigabytes of expert weights are quick to make. cols a multiple of 32.
-mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed,
-                           std::uint8_t scale_lo, std::uint8_t scale_hi);
+mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed, std::uint8_t scale_lo,
+                           std::uint8_t scale_hi);
 
 }  // namespace tunebench::bench

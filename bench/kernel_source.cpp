@@ -21,8 +21,8 @@ std::string quoted_include(const std::string& line) {
   return t.substr(directive.size(), t.size() - directive.size() - 1);
 }
 
-void inline_file(const KernelFiles& files, const std::string& name, const std::string& from, std::set<std::string>& done,
-                 std::string& out) {
+void inline_file(const KernelFiles& files, const std::string& name, const std::string& from,
+                 std::set<std::string>& done, std::string& out) {
   const auto it = files.find(name);
   if (it == files.end()) {
     throw std::logic_error("kernel source: " + (from.empty() ? "" : from + " includes ") + "\"" + name +
@@ -120,8 +120,10 @@ std::string without_comments(const std::string& s) {
     } else if (s.compare(i, 2, "//") == 0) {
       // A backslash-newline continues the comment (line splicing comes before comments).
       for (i += 2; i < s.size() && s[i] != '\n'; ++i) {
-        if (s[i] == '\\' && s.compare(i + 1, 1, "\n") == 0) ++i;
-        else if (s[i] == '\\' && s.compare(i + 1, 2, "\r\n") == 0) i += 2;
+        if (s[i] == '\\' && s.compare(i + 1, 1, "\n") == 0)
+          ++i;
+        else if (s[i] == '\\' && s.compare(i + 1, 2, "\r\n") == 0)
+          i += 2;
       }
     } else if (s.compare(i, 2, "/*") == 0) {
       const std::size_t close = s.find("*/", i + 2);

@@ -33,6 +33,5 @@ int main(int argc, char** argv) {
     std::cerr << "bench: " << e.what() << "\n";
     return 2;
   }
-  return tunebench::run_benchmarks(argc, argv, ops, default_shapes(), "^mxfp4_",
-                                   "^cpu_mxfp4_gemm/dsv4f_decode_");
+  return tunebench::run_benchmarks(argc, argv, ops, default_shapes(), "^mxfp4_", "^cpu_mxfp4_gemm/dsv4f_decode_");
 }

@@ -11,9 +11,9 @@ namespace tunebench::bench {
 
 MoeRouting route_tokens(const Shape& s, std::uint64_t seed) {
   if (s.m < 1 || s.top_k < 1 || s.top_k > s.experts || s.m * s.top_k >= (std::int64_t{1} << 31)) {
-    throw std::invalid_argument("route_tokens: expected M >= 1, 1 <= top_k <= experts and M * top_k < 2^31, got M=" +
-                                std::to_string(s.m) + " top_k=" + std::to_string(s.top_k) +
-                                " experts=" + std::to_string(s.experts));
+    throw std::invalid_argument(
+        "route_tokens: expected M >= 1, 1 <= top_k <= experts and M * top_k < 2^31, got M=" + std::to_string(s.m) +
+        " top_k=" + std::to_string(s.top_k) + " experts=" + std::to_string(s.experts));
   }
   Rng rng{seed * 0xD1B54A32D192ED03ull + 11};
   const std::int64_t pairs = s.m * s.top_k;

@@ -47,9 +47,7 @@ struct ExpertGroup {
   int expert = 0;
   int first = 0;
   int count = 0;
-  bool operator==(const ExpertGroup& o) const {
-    return expert == o.expert && first == o.first && count == o.count;
-  }
+  bool operator==(const ExpertGroup& o) const { return expert == o.expert && first == o.first && count == o.count; }
 };
 
 /// The experts `routing` hits, in expert order, each with its run of sorted pairs; experts with

@@ -51,8 +51,7 @@ Matrix quantize(const float* src, std::int64_t rows, std::int64_t cols) {
     throw std::invalid_argument("mxfp4::quantize: expected rows > 0 and cols a positive multiple of 32, got " +
                                 std::to_string(rows) + " x " + std::to_string(cols));
   }
-  Matrix w{rows, cols, std::vector<std::uint8_t>(rows * cols / 2),
-           std::vector<std::uint8_t>(rows * cols / kBlock)};
+  Matrix w{rows, cols, std::vector<std::uint8_t>(rows * cols / 2), std::vector<std::uint8_t>(rows * cols / kBlock)};
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t b = 0; b < cols / kBlock; ++b) {
       const float* x = src + r * cols + b * kBlock;
@@ -80,8 +79,8 @@ Matrix quantize(const float* src, std::int64_t rows, std::int64_t cols) {
   return w;
 }
 
-void dequantize(const Matrix& w, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                std::int64_t ncols, float* dst, std::int64_t ld) {
+void dequantize(const Matrix& w, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                float* dst, std::int64_t ld) {
   float lut[16];
   for (int c = 0; c < 16; ++c) lut[c] = e2m1_to_float(static_cast<std::uint8_t>(c));
   const std::int64_t blocks_per_row = w.cols / kBlock;

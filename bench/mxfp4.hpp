@@ -54,9 +54,9 @@ std::uint8_t scale_for_amax(float amax);
 /// A row-major MXFP4 matrix (see the layout above).
 struct Matrix {
   std::int64_t rows = 0;
-  std::int64_t cols = 0;                ///< a multiple of 32
-  std::vector<std::uint8_t> codes;      ///< rows * cols / 2 bytes
-  std::vector<std::uint8_t> scales;     ///< rows * cols / 32 bytes
+  std::int64_t cols = 0;             ///< a multiple of 32
+  std::vector<std::uint8_t> codes;   ///< rows * cols / 2 bytes
+  std::vector<std::uint8_t> scales;  ///< rows * cols / 32 bytes
 };
 
 /// Quantizes src[rows, cols] (row-major float) block by block: scale from scale_for_amax, each
@@ -67,8 +67,8 @@ Matrix quantize(const float* src, std::int64_t rows, std::int64_t cols);
 /// dst[r, c] = e8m0_to_float(scale) * e2m1_to_float(code) for rows [row0, row0 + nrows) and
 /// columns [col0, col0 + ncols) (col0 and ncols multiples of 32), written row-major with
 /// leading dimension ld. Every product is exact in float and in BF16.
-void dequantize(const Matrix& w, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                std::int64_t ncols, float* dst, std::int64_t ld);
+void dequantize(const Matrix& w, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                float* dst, std::int64_t ld);
 
 /// BF16 bits of x, rounded to nearest even; NaN stays a (quiet) NaN with its sign.
 std::uint16_t float_to_bf16(float x);

@@ -9,8 +9,12 @@ namespace {
 struct Tiles {
   std::int64_t block_m, block_n, block_k, warps, warps_k, stages, split_k;
   explicit Tiles(const Config& c)
-      : block_m(c.get("BLOCK_M")), block_n(c.get("BLOCK_N")), block_k(c.get("BLOCK_K")),
-        warps(c.get("WARPS")), warps_k(c.get("WARPS_K")), stages(c.get("STAGES")),
+      : block_m(c.get("BLOCK_M")),
+        block_n(c.get("BLOCK_N")),
+        block_k(c.get("BLOCK_K")),
+        warps(c.get("WARPS")),
+        warps_k(c.get("WARPS_K")),
+        stages(c.get("STAGES")),
         split_k(c.get("SPLIT_K")) {}
   std::int64_t warps_n() const { return warps / warps_k; }
   // A thread's fp32 accumulators: its warp's W tiles times the block's activation tiles, 4 each.
@@ -42,7 +46,9 @@ std::int64_t wgmma_smem_bytes(const Config& config) {
   return std::max(config.get("STAGES") * stage, out) + 2 * block_m * 4;
 }
 
-std::int64_t decode_block_n(const Config& config) { return mxfp4_family(Mxfp4Family::kDecode).value(config, "BLOCK_N"); }
+std::int64_t decode_block_n(const Config& config) {
+  return mxfp4_family(Mxfp4Family::kDecode).value(config, "BLOCK_N");
+}
 
 // Dynamic shared memory of a decode config: each warp's ring of STAGES slots of UNROLL atoms
 // (256 bytes of codes and 16 scales each); none for STAGES = 0 (W straight to registers).
@@ -65,8 +71,8 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     return !routed() && shape.m >= kDequantMinRows && shape.n % 16 == 0 && shape.k % 32 == 0;
   }
   if (is_decode_config(config)) {
-    const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"),
-                       unroll = config.get("UNROLL"), split_k = config.get("SPLIT_K");
+    const std::int64_t block_m = config.get("BLOCK_M"), warps_k = config.get("WARPS_K"), unroll = config.get("UNROLL"),
+                       split_k = config.get("SPLIT_K");
     const std::int64_t stages = config.get("STAGES"), vote = config.get("SCALE_VOTE");
     const std::int64_t block_reduce = family.value(config, "BLOCK_REDUCE"), block_n = family.value(config, "BLOCK_N");
     if (block_reduce == 1 && warps_k == 1) return false;
@@ -80,8 +86,9 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
            shape.m <= kDecodeMaxRows && shape.n % block_n == 0 && shape.k % (32 * warps_k * unroll * split_k) == 0;
   }
   if (is_wgmma_config(config)) {
-    const std::int64_t block_m = config.get("BLOCK_M"), block_n = config.get("BLOCK_N"), block_k = config.get("BLOCK_K"),
-                       warps = config.get("WARPS"), stages = config.get("STAGES"), split_k = config.get("SPLIT_K");
+    const std::int64_t block_m = config.get("BLOCK_M"), block_n = config.get("BLOCK_N"),
+                       block_k = config.get("BLOCK_K"), warps = config.get("WARPS"), stages = config.get("STAGES"),
+                       split_k = config.get("SPLIT_K");
     // wgmma is sm_90a's alone: other architectures neither compile nor run it.
     if (device.cc_major != 9 || device.cc_minor != 0) return false;
     if (block_n % (64 * warps / 4)) return false;

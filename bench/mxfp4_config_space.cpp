@@ -30,9 +30,11 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // A wgmma list (SPLIT_K 1): BLOCK_M, its BLOCK_N, BLOCK_K, WARPS and STAGES, then the
   // optional axes it sets (MMA_N, MMA_OVERLAP, MIN_BLOCKS).
   const auto add_wgmma = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::vector<std::int64_t> block_k,
-                             std::int64_t warps, std::vector<std::int64_t> stages, std::vector<ConfigAxis> optional = {}) {
-    std::vector<ConfigAxis> axes{{"BLOCK_M", {block_m}}, {"BLOCK_N", std::move(block_n)}, {"BLOCK_K", std::move(block_k)},
-                                 {"WARPS", {warps}}, {"STAGES", std::move(stages)}, {"SPLIT_K", {1}}};
+                             std::int64_t warps, std::vector<std::int64_t> stages,
+                             std::vector<ConfigAxis> optional = {}) {
+    std::vector<ConfigAxis> axes{{"BLOCK_M", {block_m}},          {"BLOCK_N", std::move(block_n)},
+                                 {"BLOCK_K", std::move(block_k)}, {"WARPS", {warps}},
+                                 {"STAGES", std::move(stages)},   {"SPLIT_K", {1}}};
     axes.insert(axes.end(), optional.begin(), optional.end());
     add(wgmma, std::move(axes));
   };
@@ -44,37 +46,90 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // path on EP w2 at M = 1 (16 warps, UNROLL 2).
   const auto add_decode = [&] {
     if (kind == SpaceKind::kExpanded) {
-      add(decode, {{"BLOCK_M", {8, 16}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1, 2, 4}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      add(decode, {{"BLOCK_M", {8, 16}},
+                   {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1, 2, 4}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}}});
       // The ring with BLOCK_M 8 only: its prefetched activation fragments (UNROLL x BLOCK_M / 2
       // registers) spill under the 64-register bound at BLOCK_M 16.
-      add(decode, {{"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1}}, {"STAGES", {1, 2}}, {"SCALE_VOTE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {1, 2}},
+                   {"SCALE_VOTE", {1}}});
       // Two or four W tiles per block sharing each activation load (register path only; at
       // BLOCK_N 64 the 32-warp reduction buffer would exceed 48 KiB of static shared memory).
-      add(decode, {{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {1, 2, 4, 8, 16, 32}},
-           {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
-      add(decode, {{"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"WARPS_K", {1, 2, 4, 8, 16}},
-           {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"BLOCK_N", {32}},
+                   {"WARPS_K", {1, 2, 4, 8, 16, 32}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"BLOCK_N", {64}},
+                   {"WARPS_K", {1, 2, 4, 8, 16}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}}});
       // The warps' sums added by the whole block (BLOCK_REDUCE 1), for the many-warp blocks
       // where it paid (its default 0 is left out of the name, as BLOCK_N 16 is).
-      add(decode, {{"BLOCK_M", {8}}, {"WARPS_K", {8, 16, 32}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
-           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"BLOCK_REDUCE", {1}}});
-      add(decode, {{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {8, 16, 32}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}, {"BLOCK_REDUCE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"WARPS_K", {8, 16, 32}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}},
+                   {"BLOCK_REDUCE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"BLOCK_N", {32}},
+                   {"WARPS_K", {8, 16, 32}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}},
+                   {"BLOCK_REDUCE", {1}}});
     } else {
-      add(decode, {{"BLOCK_M", {8}}, {"WARPS_K", {1, 2, 4, 8, 16}}, {"UNROLL", {2, 4, 8}}, {"SPLIT_K", {1}},
-           {"STAGES", {0}}, {"SCALE_VOTE", {0, 1}}});
-      add(decode, {{"BLOCK_M", {8}}, {"WARPS_K", {4, 16}}, {"UNROLL", {2, 4}}, {"SPLIT_K", {1}},
-           {"STAGES", {2}}, {"SCALE_VOTE", {1}}});
-      add(decode, {{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {4, 8, 16}}, {"UNROLL", {2, 4, 8}},
-           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"WARPS_K", {1, 2, 4, 8, 16}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0, 1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"WARPS_K", {4, 16}},
+                   {"UNROLL", {2, 4}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {2}},
+                   {"SCALE_VOTE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"BLOCK_N", {32}},
+                   {"WARPS_K", {4, 8, 16}},
+                   {"UNROLL", {2, 4, 8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {1}}});
       // The winners of EP M = 8 and TP4 w13 M = 4..8 with the block adding the warps' sums: 3-5%
       // and 1-2% faster there (H200, 2026-12-01; slower with WARPS_K 2-4, so not for those).
-      add(decode, {{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"WARPS_K", {16}}, {"UNROLL", {2, 4}},
-           {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}, {"BLOCK_REDUCE", {1}}});
-      add(decode, {{"BLOCK_M", {8}}, {"WARPS_K", {16}}, {"UNROLL", {8}}, {"SPLIT_K", {1}}, {"STAGES", {0}},
-           {"SCALE_VOTE", {0}}, {"BLOCK_REDUCE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"BLOCK_N", {32}},
+                   {"WARPS_K", {16}},
+                   {"UNROLL", {2, 4}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {1}},
+                   {"BLOCK_REDUCE", {1}}});
+      add(decode, {{"BLOCK_M", {8}},
+                   {"WARPS_K", {16}},
+                   {"UNROLL", {8}},
+                   {"SPLIT_K", {1}},
+                   {"STAGES", {0}},
+                   {"SCALE_VOTE", {0}},
+                   {"BLOCK_REDUCE", {1}}});
     }
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
@@ -88,14 +143,34 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   if (kind == SpaceKind::kExpanded) {
     // A superset of the default space (hundreds of configs): the same families of tiles with
     // more values on every axis, so an exhaustive search can only find the same or better.
-    add(tile, {{"BLOCK_M", {8, 16}}, {"BLOCK_N", {16, 32, 64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}},
-         {"WARPS_K", {1, 2, 4}}, {"STAGES", {3, 4, 6}}, {"SPLIT_K", {1, 2, 4}}});
-    add(tile, {{"BLOCK_M", {8, 32}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {2}},
-         {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
-    add(tile, {{"BLOCK_M", {32, 64}}, {"BLOCK_N", {64, 128}}, {"BLOCK_K", {64, 128, 256}}, {"WARPS", {4, 8}},
-         {"WARPS_K", {1, 2}}, {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1, 2, 4}}});
-    add(tile, {{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-         {"STAGES", {2, 3, 4}}, {"SPLIT_K", {1}}});
+    add(tile, {{"BLOCK_M", {8, 16}},
+               {"BLOCK_N", {16, 32, 64}},
+               {"BLOCK_K", {256, 512}},
+               {"WARPS", {4}},
+               {"WARPS_K", {1, 2, 4}},
+               {"STAGES", {3, 4, 6}},
+               {"SPLIT_K", {1, 2, 4}}});
+    add(tile, {{"BLOCK_M", {8, 32}},
+               {"BLOCK_N", {32}},
+               {"BLOCK_K", {256, 512}},
+               {"WARPS", {4}},
+               {"WARPS_K", {2}},
+               {"STAGES", {4}},
+               {"SPLIT_K", {1, 4}}});
+    add(tile, {{"BLOCK_M", {32, 64}},
+               {"BLOCK_N", {64, 128}},
+               {"BLOCK_K", {64, 128, 256}},
+               {"WARPS", {4, 8}},
+               {"WARPS_K", {1, 2}},
+               {"STAGES", {2, 3, 4}},
+               {"SPLIT_K", {1, 2, 4}}});
+    add(tile, {{"BLOCK_M", {128}},
+               {"BLOCK_N", {128, 256}},
+               {"BLOCK_K", {64, 128}},
+               {"WARPS", {8}},
+               {"WARPS_K", {1}},
+               {"STAGES", {2, 3, 4}},
+               {"SPLIT_K", {1}}});
     // Many rows on wgmma (sm_90a): W dequantized once per block into registers, the
     // activations read by the tensor cores from shared memory.
     add_wgmma(64, {128, 256}, {64, 128}, 8, {3, 4});
@@ -112,7 +187,8 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     // Two blocks an SM (at most 128 registers a thread), so that one block's barrier, prologue
     // and epilogue overlap another's MMAs.
     for (const bool overlap : {false, true}) {
-      const std::vector<ConfigAxis> overlapping = overlap ? std::vector<ConfigAxis>{{"MMA_OVERLAP", {1}}} : std::vector<ConfigAxis>{};
+      const std::vector<ConfigAxis> overlapping =
+          overlap ? std::vector<ConfigAxis>{{"MMA_OVERLAP", {1}}} : std::vector<ConfigAxis>{};
       const auto with = [&](std::vector<ConfigAxis> first) {
         first.insert(first.end(), overlapping.begin(), overlapping.end());
         first.push_back({"MIN_BLOCKS", {2}});
@@ -124,10 +200,20 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     }
     // Beyond the edges where the exhaustive winners of the decode sets sat (BLOCK_N 64 and
     // STAGES 6 for BLOCK_M 8/16, on H200, 2026-11-30): wider and deeper decode tiles.
-    add(tile, {{"BLOCK_M", {8, 16}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {4, 8}}, {"WARPS_K", {1}},
-         {"STAGES", {3, 4, 6, 8}}, {"SPLIT_K", {1, 2, 4}}});
-    add(tile, {{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256, 512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
-         {"STAGES", {8}}, {"SPLIT_K", {1, 2, 4}}});
+    add(tile, {{"BLOCK_M", {8, 16}},
+               {"BLOCK_N", {128}},
+               {"BLOCK_K", {256}},
+               {"WARPS", {4, 8}},
+               {"WARPS_K", {1}},
+               {"STAGES", {3, 4, 6, 8}},
+               {"SPLIT_K", {1, 2, 4}}});
+    add(tile, {{"BLOCK_M", {8, 16}},
+               {"BLOCK_N", {64}},
+               {"BLOCK_K", {256, 512}},
+               {"WARPS", {4}},
+               {"WARPS_K", {1}},
+               {"STAGES", {8}},
+               {"SPLIT_K", {1, 2, 4}}});
     add_decode();
     add_dequant();
     return out;
@@ -136,23 +222,58 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // the decode sets on an H200, as families (docs/cache-and-autotuner.md has the figures).
   // Decode (few rows, weight-bound): 8/16-row tiles, 64 columns per block, deep pipelines, and
   // split-K where N alone gives too few blocks to keep the loads in flight.
-  add(tile, {{"BLOCK_M", {8, 16}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {1}},
-       {"STAGES", {3, 4, 6}}, {"SPLIT_K", {1, 2, 4}}});
-  add(tile, {{"BLOCK_M", {8}}, {"BLOCK_N", {64}}, {"BLOCK_K", {512}}, {"WARPS", {4}}, {"WARPS_K", {1}},
-       {"STAGES", {3, 6}}, {"SPLIT_K", {4}}});
+  add(tile, {{"BLOCK_M", {8, 16}},
+             {"BLOCK_N", {64}},
+             {"BLOCK_K", {256}},
+             {"WARPS", {4}},
+             {"WARPS_K", {1}},
+             {"STAGES", {3, 4, 6}},
+             {"SPLIT_K", {1, 2, 4}}});
+  add(tile, {{"BLOCK_M", {8}},
+             {"BLOCK_N", {64}},
+             {"BLOCK_K", {512}},
+             {"WARPS", {4}},
+             {"WARPS_K", {1}},
+             {"STAGES", {3, 6}},
+             {"SPLIT_K", {4}}});
   // Narrow N (N = 1024 shards): fewer columns per block and warps that split K, for more blocks.
-  add(tile, {{"BLOCK_M", {8}}, {"BLOCK_N", {16}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {4}},
-       {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
-  add(tile, {{"BLOCK_M", {8}}, {"BLOCK_N", {32}}, {"BLOCK_K", {256}}, {"WARPS", {4}}, {"WARPS_K", {2}},
-       {"STAGES", {4}}, {"SPLIT_K", {1, 4}}});
+  add(tile, {{"BLOCK_M", {8}},
+             {"BLOCK_N", {16}},
+             {"BLOCK_K", {256}},
+             {"WARPS", {4}},
+             {"WARPS_K", {4}},
+             {"STAGES", {3, 4}},
+             {"SPLIT_K", {1, 4}}});
+  add(tile, {{"BLOCK_M", {8}},
+             {"BLOCK_N", {32}},
+             {"BLOCK_K", {256}},
+             {"WARPS", {4}},
+             {"WARPS_K", {2}},
+             {"STAGES", {4}},
+             {"SPLIT_K", {1, 4}}});
   // Late decode (M = 32..256): 8 warps on 32/64 x 128 tiles, each dequantized W fragment reused
   // over more rows.
-  add(tile, {{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-       {"STAGES", {2}}, {"SPLIT_K", {1, 2, 4}}});
-  add(tile, {{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-       {"STAGES", {3, 4}}, {"SPLIT_K", {1, 4}}});
-  add(tile, {{"BLOCK_M", {32}}, {"BLOCK_N", {64}}, {"BLOCK_K", {256}}, {"WARPS", {8}}, {"WARPS_K", {2}},
-       {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
+  add(tile, {{"BLOCK_M", {32, 64}},
+             {"BLOCK_N", {128}},
+             {"BLOCK_K", {128}},
+             {"WARPS", {8}},
+             {"WARPS_K", {1}},
+             {"STAGES", {2}},
+             {"SPLIT_K", {1, 2, 4}}});
+  add(tile, {{"BLOCK_M", {32, 64}},
+             {"BLOCK_N", {128}},
+             {"BLOCK_K", {256}},
+             {"WARPS", {8}},
+             {"WARPS_K", {1}},
+             {"STAGES", {3, 4}},
+             {"SPLIT_K", {1, 4}}});
+  add(tile, {{"BLOCK_M", {32}},
+             {"BLOCK_N", {64}},
+             {"BLOCK_K", {256}},
+             {"WARPS", {8}},
+             {"WARPS_K", {2}},
+             {"STAGES", {3}},
+             {"SPLIT_K", {1, 4}}});
   // The grouped op's prefill on wgmma: the three configs that won its prefill shapes (M >=
   // 4096) in a search of the expanded space's 57 on an H200 (2026-12-01, docs/perf-mxfp4.md):
   // 128 x 256 x 128 tiles at one block an SM, MMA_N 128, with and without MMA_OVERLAP.
@@ -161,10 +282,20 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     add_wgmma(128, {256}, {128}, 8, {3, 4}, {{"MMA_N", {128}}, {"MMA_OVERLAP", {1}}});
   }
   // Prefill: the tiles plain autotune chose on the prefill sets (wide tiles, 4 or 8 warps).
-  add(tile, {{"BLOCK_M", {32, 64}}, {"BLOCK_N", {128}}, {"BLOCK_K", {128}}, {"WARPS", {4}}, {"WARPS_K", {1}},
-       {"STAGES", {3}}, {"SPLIT_K", {1, 4}}});
-  add(tile, {{"BLOCK_M", {128}}, {"BLOCK_N", {128, 256}}, {"BLOCK_K", {64, 128}}, {"WARPS", {8}}, {"WARPS_K", {1}},
-       {"STAGES", {3, 4}}, {"SPLIT_K", {1}}});
+  add(tile, {{"BLOCK_M", {32, 64}},
+             {"BLOCK_N", {128}},
+             {"BLOCK_K", {128}},
+             {"WARPS", {4}},
+             {"WARPS_K", {1}},
+             {"STAGES", {3}},
+             {"SPLIT_K", {1, 4}}});
+  add(tile, {{"BLOCK_M", {128}},
+             {"BLOCK_N", {128, 256}},
+             {"BLOCK_K", {64, 128}},
+             {"WARPS", {8}},
+             {"WARPS_K", {1}},
+             {"STAGES", {3, 4}},
+             {"SPLIT_K", {1}}});
   add_decode();
   add_dequant();
   return out;

@@ -27,13 +27,12 @@ struct DenseWorkload final : Mxfp4Workload {
   const PackedMxfp4& w_host() const { return weights->host; }
   std::vector<std::uint16_t> x_host;
   DeviceBuffer x, y, yacc;
-  DeviceBuffer w_bf16;                // the dequantize-then-GEMM path's W, made on first use
-  std::unique_ptr<CublasLtGemm> lt;   // its cuBLASLt state, likewise
+  DeviceBuffer w_bf16;               // the dequantize-then-GEMM path's W, made on first use
+  std::unique_ptr<CublasLtGemm> lt;  // its cuBLASLt state, likewise
   std::size_t calls = 0;
   std::size_t variants() const override { return weights->copies.size(); }
   std::vector<float> ref;  // computed on the first check
 };
-
 
 // The last few geometries' dense weights (a set has 2-4 of them), kept for the run.
 std::mutex g_dense_mutex;
@@ -128,8 +127,6 @@ CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_
 
 double Mxfp4GemmOp::flops(const Shape& s) const { return gemm_flops(dim(s.m), dim(s.n), dim(s.k)); }
 
-double Mxfp4GemmOp::bytes(const Shape& s) const {
-  return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kMxfp4WeightBytes);
-}
+double Mxfp4GemmOp::bytes(const Shape& s) const { return gemm_bytes(dim(s.m), dim(s.n), dim(s.k), kMxfp4WeightBytes); }
 
 }  // namespace tunebench::bench

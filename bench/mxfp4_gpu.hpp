@@ -41,8 +41,8 @@ struct PackedMxfp4 {
 PackedMxfp4 pack_for_gpu(const mxfp4::Matrix& w);
 /// Kernel layout to canonical, for rows [row0, row0 + nrows) (multiples of 16) of `codes` /
 /// `scales` laid out for a matrix of `cols` columns.
-mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales,
-                              std::int64_t cols, std::int64_t row0, std::int64_t nrows);
+mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales, std::int64_t cols,
+                              std::int64_t row0, std::int64_t nrows);
 
 /// The value the kernel computes for element (r, c) of packed weights, decoded on the host the
 /// way the kernel decodes its fragments (bit placement, 2^126 correction, scale; `folded`
@@ -110,8 +110,8 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
 /// Compiles mxfp4_jit_build's request for `config` through `compiler`'s cache (needs only the
 /// parameters it defines). Never throws for a config that fails to compile: the result carries
 /// ok == false and the log.
-CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
-                                   bool foldscale, const std::string& arch);
+CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe, bool foldscale,
+                                   const std::string& arch);
 
 /// FLAGGEMS_MXFP4_FOLDSCALE: "0" or unset -> false, "1" -> true; anything else throws
 /// std::invalid_argument naming the variable and the accepted values.
@@ -227,9 +227,9 @@ class Mxfp4GpuOp : public Op {
   void dequantize(const void* wq, const void* ws, void* wb, std::int64_t rows, std::int64_t k,
                   cudaStream_t stream) const;
   /// Enqueues the GEMM (and the split-K finish) on `stream`.
-  void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,
-              int rows, int n, int k, int grid_rows, const void* tiles, const int* a_rows,
-              const int* out_rows, cudaStream_t stream) const;
+  void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc, int rows,
+              int n, int k, int grid_rows, const void* tiles, const int* a_rows, const int* out_rows,
+              cudaStream_t stream) const;
 
   bool foldscale_;
   std::uint8_t scale_lo_, scale_hi_;
@@ -237,7 +237,7 @@ class Mxfp4GpuOp : public Op {
  private:
   std::vector<Config> make_config_space(SpaceKind kind) const;
 
-  mutable std::once_flag space_once_[2];   // default, expanded
+  mutable std::once_flag space_once_[2];  // default, expanded
   mutable std::vector<Config> space_[2];
   JitKernelCache jit_;  // keyed by jit_config(config): every ALGO shares one dequantize kernel
 };

@@ -47,9 +47,9 @@ void Mxfp4GpuOp::dequantize(const void* wq, const void* ws, void* wb, std::int64
                                         dim3(static_cast<unsigned>(threads)), args, 0, stream));
 }
 
-void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y,
-                        float* yacc, int rows, int n, int k, int grid_rows, const void* tiles,
-                        const int* a_rows, const int* out_rows, cudaStream_t stream) const {
+void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,
+                        int rows, int n, int k, int grid_rows, const void* tiles, const int* a_rows,
+                        const int* out_rows, cudaStream_t stream) const {
   const JitKernels& kern = kernels(config);
   void* args[] = {&a, &wq, &ws, &y, &yacc, &rows, &n, &k, &tiles, &a_rows, &out_rows};
   const bool decode = is_decode_config(config);
@@ -64,7 +64,8 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
     long long count = static_cast<long long>(rows) * n;
     void* fargs[] = {&yacc, &y, &count};
     constexpr int finish_threads = kMxfp4GridStrideThreads;
-    const unsigned blocks = static_cast<unsigned>(std::min<long long>((count + finish_threads - 1) / finish_threads, 132 * 16));
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<long long>((count + finish_threads - 1) / finish_threads, 132 * 16));
     TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(1)), dim3(blocks),
                                           dim3(finish_threads), fargs, 0, stream));
   }

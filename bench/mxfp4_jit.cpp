@@ -68,8 +68,8 @@ int mxfp4_block_threads(const Config& config) {
   return static_cast<int>(config.get("WARPS")) * 32;
 }
 
-CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe,
-                                   bool foldscale, const std::string& arch) {
+CompileResult compile_mxfp4_kernel(const KernelCompiler& compiler, const Config& config, bool moe, bool foldscale,
+                                   const std::string& arch) {
   return compiler.compile(mxfp4_request(config, moe, foldscale, arch));
 }
 

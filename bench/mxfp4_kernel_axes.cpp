@@ -23,29 +23,42 @@ KernelAxis range(std::string name, std::int64_t min, std::int64_t max, std::int6
 // hold the same rules on the device side.
 std::vector<KernelFamily> make_families() {
   std::vector<KernelFamily> f;
-  f.push_back({Mxfp4Family::kTile, "", "mxfp4_tile.cuh", "mxfp4_gemm", true,
+  f.push_back({Mxfp4Family::kTile,
+               "",
+               "mxfp4_tile.cuh",
+               "mxfp4_gemm",
+               true,
                {range("BLOCK_M", 8, kUnbounded, 8), range("BLOCK_N", 16, kUnbounded, 16),
                 range("BLOCK_K", 32, kUnbounded, 32), range("WARPS", 1, 32), range("WARPS_K", 1, 32),
                 range("STAGES", 2, kUnbounded), range("SPLIT_K", 1, kUnbounded)}});
   // BLOCK_N 16 is one W tile a block, the kernel as it was before BLOCK_N; BLOCK_REDUCE 0 has
   // warp 0 add the warps' sums. WARPS_K's bound is the device's threads a block (can_implement).
-  f.push_back({Mxfp4Family::kDecode, "DECODE", "mxfp4_decode.cuh", "mxfp4_decode", true,
+  f.push_back({Mxfp4Family::kDecode,
+               "DECODE",
+               "mxfp4_decode.cuh",
+               "mxfp4_decode",
+               true,
                {one_of("DECODE", {1}), one_of("BLOCK_M", {8, 16}), one_of("BLOCK_N", {16, 32, 64}, 16),
                 range("WARPS_K", 1, kUnbounded), range("UNROLL", 1, 32), range("SPLIT_K", 1, 64), range("STAGES", 0, 8),
                 one_of("SCALE_VOTE", {0, 1}), one_of("BLOCK_REDUCE", {0, 1}, 0)}});
   // MMA_N 64 is one m64n64k16 a piece of activation rows, MMA_OVERLAP 0 waits for each K tile's
   // MMAs, MIN_BLOCKS 1 asks no register bound beyond one block an SM.
-  f.push_back({Mxfp4Family::kWgmma, "WGMMA", "mxfp4_wgmma.cuh", "mxfp4_wgmma", true,
-               {one_of("WGMMA", {1}), range("BLOCK_M", 64, 256, 64), range("BLOCK_N", 64, 1024, 64),
-                range("BLOCK_K", 32, 512, 32), one_of("WARPS", {4, 8}), range("STAGES", 2, 8), one_of("SPLIT_K", {1}),
-                one_of("MMA_N", {64, 128, 256}, 64), one_of("MMA_OVERLAP", {0, 1}, 0), range("MIN_BLOCKS", 1, 16, 1, 1)}});
+  f.push_back(
+      {Mxfp4Family::kWgmma,
+       "WGMMA",
+       "mxfp4_wgmma.cuh",
+       "mxfp4_wgmma",
+       true,
+       {one_of("WGMMA", {1}), range("BLOCK_M", 64, 256, 64), range("BLOCK_N", 64, 1024, 64),
+        range("BLOCK_K", 32, 512, 32), one_of("WARPS", {4, 8}), range("STAGES", 2, 8), one_of("SPLIT_K", {1}),
+        one_of("MMA_N", {64, 128, 256}, 64), one_of("MMA_OVERLAP", {0, 1}, 0), range("MIN_BLOCKS", 1, 16, 1, 1)}});
   // One binary for every ALGO: it indexes cuBLASLt's heuristic candidates at run time.
   KernelAxis algo = range("ALGO", 0, kUnbounded);
   algo.define = false;
   KernelAxis marker = one_of("DEQUANT_BF16", {1});
   marker.define = false;
-  f.push_back({Mxfp4Family::kDequant, "DEQUANT_BF16", "mxfp4_dequant.cuh", "mxfp4_dequant_bf16", false,
-               {marker, algo}});
+  f.push_back(
+      {Mxfp4Family::kDequant, "DEQUANT_BF16", "mxfp4_dequant.cuh", "mxfp4_dequant_bf16", false, {marker, algo}});
   return f;
 }
 
@@ -77,14 +90,16 @@ bool KernelFamily::admits(const Config& config) const {
 }
 
 std::vector<Config> KernelFamily::space(std::vector<ConfigAxis> given) const {
-  if (!marker.empty() && std::none_of(given.begin(), given.end(), [&](const ConfigAxis& a) { return a.name == marker; })) {
+  if (!marker.empty() &&
+      std::none_of(given.begin(), given.end(), [&](const ConfigAxis& a) { return a.name == marker; })) {
     given.insert(given.begin(), ConfigAxis{marker, {1}});
   }
   const auto position = [&](const ConfigAxis& g) {
     const KernelAxis* a = axis(g.name);
     if (a == nullptr) throw std::logic_error(kernel + " space: '" + g.name + "' is not one of its axes");
     for (auto v : g.values) {
-      if (!a->admits(v)) throw std::logic_error(kernel + " space: " + g.name + "=" + std::to_string(v) + " is not admitted");
+      if (!a->admits(v))
+        throw std::logic_error(kernel + " space: " + g.name + "=" + std::to_string(v) + " is not admitted");
     }
     return a - axes.data();
   };

@@ -7,7 +7,6 @@
 namespace tunebench::bench {
 namespace {
 
-
 // Where element (row g + 8*(j&1), column 16w + 2t + 8*(j>>1) + h) of an atom lives: the byte
 // offset of its 32-bit word (lane 4g + t, word w) and its register j and half h.
 struct AtomPos {
@@ -46,13 +45,15 @@ std::uint32_t load_word(const std::uint8_t* p) {
 std::uint8_t get_code(const std::uint8_t* atom, const AtomPos& pos) {
   const std::uint32_t word = load_word(atom + pos.word_byte);
   std::uint8_t code = 0;
-  for (int bit = 0; bit < 4; ++bit) code |= static_cast<std::uint8_t>(((word >> source_bit(pos.j, pos.h, bit)) & 1u) << bit);
+  for (int bit = 0; bit < 4; ++bit)
+    code |= static_cast<std::uint8_t>(((word >> source_bit(pos.j, pos.h, bit)) & 1u) << bit);
   return code;
 }
 
 void put_code(std::uint8_t* atom, const AtomPos& pos, std::uint8_t code) {
   std::uint32_t word = load_word(atom + pos.word_byte);
-  for (int bit = 0; bit < 4; ++bit) word |= static_cast<std::uint32_t>((code >> bit) & 1) << source_bit(pos.j, pos.h, bit);
+  for (int bit = 0; bit < 4; ++bit)
+    word |= static_cast<std::uint32_t>((code >> bit) & 1) << source_bit(pos.j, pos.h, bit);
   std::memcpy(atom + pos.word_byte, &word, 4);
 }
 
@@ -62,10 +63,14 @@ std::uint32_t rotl(std::uint32_t x, int s) { return s == 0 ? x : (x << s) | (x >
 // code's value times 2^-126.
 std::uint32_t raw_pair(std::uint32_t q, int j) {
   switch (j) {
-    case 0: return q & 0x81C081C0u;
-    case 1: return rotl(q, 4) & 0x81C081C0u;
-    case 2: return rotl(q, 10) & 0x81C081C0u;
-    default: return (rotl(q, 6) & 0x80C080C0u) | (rotl(q, 30) & 0x01000100u);
+    case 0:
+      return q & 0x81C081C0u;
+    case 1:
+      return rotl(q, 4) & 0x81C081C0u;
+    case 2:
+      return rotl(q, 10) & 0x81C081C0u;
+    default:
+      return (rotl(q, 6) & 0x80C080C0u) | (rotl(q, 30) & 0x01000100u);
   }
 }
 
@@ -86,8 +91,7 @@ PackedMxfp4 pack_for_gpu(const mxfp4::Matrix& w) {
     throw std::invalid_argument("pack_for_gpu: rows must be a multiple of 16 and cols of 32, got " +
                                 std::to_string(w.rows) + " x " + std::to_string(w.cols));
   }
-  PackedMxfp4 p{w.rows, w.cols, std::vector<std::uint8_t>(w.codes.size()),
-                std::vector<std::uint8_t>(w.scales.size())};
+  PackedMxfp4 p{w.rows, w.cols, std::vector<std::uint8_t>(w.codes.size()), std::vector<std::uint8_t>(w.scales.size())};
   const std::int64_t atoms_per_row = w.cols / 32;
   for (std::int64_t r = 0; r < w.rows; ++r) {
     for (std::int64_t c = 0; c < w.cols; ++c) {
@@ -102,8 +106,8 @@ PackedMxfp4 pack_for_gpu(const mxfp4::Matrix& w) {
   return p;
 }
 
-mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales,
-                              std::int64_t cols, std::int64_t row0, std::int64_t nrows) {
+mxfp4::Matrix unpack_from_gpu(const std::uint8_t* codes, const std::uint8_t* scales, std::int64_t cols,
+                              std::int64_t row0, std::int64_t nrows) {
   if (row0 % 16 != 0 || nrows % 16 != 0 || nrows <= 0 || cols % 32 != 0) {
     throw std::invalid_argument("unpack_from_gpu: rows must be multiples of 16 and cols of 32");
   }

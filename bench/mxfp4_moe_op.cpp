@@ -18,7 +18,7 @@ namespace {
 constexpr int kRoutings = kMoeRoutings;
 
 struct Routing {
-  std::vector<int> sorted;   // pairs in expert order
+  std::vector<int> sorted;  // pairs in expert order
   std::vector<int> expert_count;
   DeviceBuffer a_rows, out_rows;
   std::map<std::int64_t, std::pair<DeviceBuffer, int>> tiles;  // by BLOCK_M: tile list, count
@@ -76,8 +76,8 @@ std::pair<DeviceBuffer, int>& tiles_for(Routing& r, std::int64_t block_m) {
   int start = 0;
   for (std::size_t e = 0; e < r.expert_count.size(); ++e) {
     for (int i = 0; i < r.expert_count[e]; i += static_cast<int>(block_m)) {
-      tiles.insert(tiles.end(), {static_cast<int>(e), start + i,
-                                 std::min(static_cast<int>(block_m), r.expert_count[e] - i), 0});
+      tiles.insert(tiles.end(),
+                   {static_cast<int>(e), start + i, std::min(static_cast<int>(block_m), r.expert_count[e] - i), 0});
     }
     start += r.expert_count[e];
   }
@@ -182,8 +182,8 @@ CheckResult Mxfp4MoeOp::check(Workload& work, const Config& config, cudaStream_t
       if (count == 0) continue;
       TUNEBENCH_CUDA_CHECK(cudaMemcpy(codes.data(), w.w->codes.as<std::uint8_t>() + e * expert_codes, expert_codes,
                                       cudaMemcpyDeviceToHost));
-      TUNEBENCH_CUDA_CHECK(cudaMemcpy(scales.data(), w.w->scales.as<std::uint8_t>() + e * expert_scales,
-                                      expert_scales, cudaMemcpyDeviceToHost));
+      TUNEBENCH_CUDA_CHECK(cudaMemcpy(scales.data(), w.w->scales.as<std::uint8_t>() + e * expert_scales, expert_scales,
+                                      cudaMemcpyDeviceToHost));
       const auto canonical = unpack_from_gpu(codes.data(), scales.data(), s.k, 0, s.n);
       std::vector<std::uint16_t> rows(static_cast<std::size_t>(count * s.k));
       for (int i = 0; i < count; ++i) {

@@ -11,9 +11,8 @@ namespace tunebench::bench {
 
 OpList builtin_ops() {
   const bool fold = foldscale_from_env();
-  return {std::make_shared<CpuMxfp4GemmOp>(), std::make_shared<Mxfp4GemmOp>(fold),
-          std::make_shared<Mxfp4MoeOp>(fold), std::make_shared<Bf16GemmOp>(),
-          std::make_shared<Bf16MoeOp>()};
+  return {std::make_shared<CpuMxfp4GemmOp>(), std::make_shared<Mxfp4GemmOp>(fold), std::make_shared<Mxfp4MoeOp>(fold),
+          std::make_shared<Bf16GemmOp>(), std::make_shared<Bf16MoeOp>()};
 }
 
 }  // namespace tunebench::bench

@@ -41,7 +41,9 @@ std::string SpinOp::kernel_version() const { return "spin-" + content_hash(spin_
 
 std::vector<Config> SpinOp::config_space(SpaceKind) const { return {Config{{"BLOCKS", 1}}}; }
 
-std::unique_ptr<Workload> SpinOp::prepare(const Shape&, std::uint64_t) const { return std::make_unique<SpinWorkload>(); }
+std::unique_ptr<Workload> SpinOp::prepare(const Shape&, std::uint64_t) const {
+  return std::make_unique<SpinWorkload>();
+}
 
 void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
   const cudaKernel_t kernel = jit_.get(Config{}).kernel(0);
@@ -52,7 +54,8 @@ void SpinOp::run(Workload&, const Config& config, cudaStream_t stream) const {
   const bool counted = std::any_of(params.begin(), params.end(), [](const auto& p) { return p.first == "KERNELS"; });
   const std::int64_t kernels = counted ? config.get("KERNELS") : 1;
   for (std::int64_t i = 0; i < kernels; ++i) {
-    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks), dim3(1), args, 0, stream));
+    TUNEBENCH_CUDA_CHECK(
+        cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks), dim3(1), args, 0, stream));
   }
 }
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <thread>
@@ -9,11 +9,11 @@
 #include "cpu_mxfp4_gemm.hpp"
 #include "host_op.hpp"
 #include "settings_from_env.hpp"
+#include "timing/timer.hpp"
 #include "tune/autotuner.hpp"
 #include "tune/sweep_strategy.hpp"
 #include "tune/sweep_strategy_table.hpp"
 #include "tunebench/nvrtc.hpp"
-#include "timing/timer.hpp"
 
 using tunebench::Config;
 using tunebench::cache::Status;
@@ -40,7 +40,9 @@ class FakeOp final : public tunebench::Op {
   bool can_implement(const Config& c, const tunebench::Shape&, const tunebench::DeviceInfo&) const override {
     return c.get("B") != 4;
   }
-  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override { return nullptr; }
+  std::unique_ptr<tunebench::Workload> prepare(const tunebench::Shape&, std::uint64_t) const override {
+    return nullptr;
+  }
   void run(tunebench::Workload&, const Config&, cudaStream_t) const override {}
   double flops(const tunebench::Shape&) const override { return 1; }
   double bytes(const tunebench::Shape&) const override { return 1; }
@@ -111,9 +113,9 @@ TEST(Autotuner, FailuresAreDataAndStoredFailuresAreNotRetried) {
   EXPECT_EQ(rerun.results.size(), 1u);  // only B=3 timed again
   EXPECT_GT(calls, 0);
 
-  const auto none = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([](const Config&) -> std::chrono::nanoseconds {
-    throw std::runtime_error("always");
-  }), o);
+  const auto none = tunebench::autotune(
+      FakeOp(), kShape, kDevice,
+      tunebench::run_by_run([](const Config&) -> std::chrono::nanoseconds { throw std::runtime_error("always"); }), o);
   EXPECT_FALSE(none.found());
 }
 
@@ -134,9 +136,11 @@ TEST(Autotuner, RepetitionsFollowTheBudgetAndTimeoutsStopAConfig) {
 
   o.timeout_per_config = std::chrono::milliseconds(30);
   const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([](const Config& c) {
-    if (c.get("B") == 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return std::chrono::nanoseconds(1000);
-  }), o);
+                                         if (c.get("B") == 2)
+                                           std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                         return std::chrono::nanoseconds(1000);
+                                       }),
+                                       o);
   EXPECT_EQ(out.results[1].status, Status::kTimeout);
   EXPECT_EQ(out.best.str(), "B=1");
 }
@@ -179,12 +183,14 @@ TEST(Autotuner, TunesTheCpuReference) {
   tunebench::TuneOptions o;
   o.budget_per_config = std::chrono::milliseconds(5);
   const auto out = tunebench::autotune(op, s, kDevice, tunebench::run_by_run([&](const Config& c) {
-    timer.start();
-    op.run(*work, c, nullptr);
-    return timer.stop();
-  }), o);
+                                         timer.start();
+                                         op.run(*work, c, nullptr);
+                                         return timer.stop();
+                                       }),
+                                       o);
   ASSERT_TRUE(out.found());
-  EXPECT_EQ(out.results.size() + static_cast<std::size_t>(out.rejected), op.config_space(tunebench::SpaceKind::kDefault).size());
+  EXPECT_EQ(out.results.size() + static_cast<std::size_t>(out.rejected),
+            op.config_space(tunebench::SpaceKind::kDefault).size());
   for (const auto& m : out.results) {
     EXPECT_EQ(m.status, Status::kOk) << m.config << ": " << m.error;
     EXPECT_LE(out.best_p50_ns, static_cast<std::int64_t>(*m.p50_ns * 1.01) + 1);
@@ -216,9 +222,10 @@ TEST(Autotuner, ASingleCandidateIsChosenWithoutTiming) {
   const tunebench::Shape prefill{"s", "w13", 16384, 4096, 4096, 256, 6, std::nullopt};
   int calls = 0;
   const auto out = tunebench::autotune(op, prefill, kDevice, tunebench::run_by_run([&](const Config&) {
-    ++calls;
-    return std::chrono::nanoseconds(1);
-  }), tunebench::TuneOptions{});
+                                         ++calls;
+                                         return std::chrono::nanoseconds(1);
+                                       }),
+                                       tunebench::TuneOptions{});
   ASSERT_TRUE(out.found());
   EXPECT_EQ(out.best.str(), "BLOCK_N=64,BLOCK_K=512");
   EXPECT_EQ(calls, 0);
@@ -230,9 +237,10 @@ TEST(Autotuner, OnlyTimesTheGivenContenders) {
   o.only = {Config{{"B", 3}}, Config{{"B", 1}}};
   std::map<std::int64_t, int> calls;
   const auto out = tunebench::autotune(FakeOp(), kShape, kDevice, tunebench::run_by_run([&](const Config& c) {
-    ++calls[c.get("B")];
-    return std::chrono::nanoseconds(c.get("B") * 100);
-  }), o);
+                                         ++calls[c.get("B")];
+                                         return std::chrono::nanoseconds(c.get("B") * 100);
+                                       }),
+                                       o);
   EXPECT_EQ(out.best.str(), "B=1");
   EXPECT_EQ(calls.count(2), 0u);
   EXPECT_EQ(out.results.size(), 2u);
@@ -243,8 +251,8 @@ TEST(Autotuner, PrecompilesExactlyTheConfigsItWillTimeBeforeTimingAny) {
   tunebench::TuneOptions o;
   o.compile_threads = 3;
   // B=4 is rejected; B=1 failed in an earlier run; B=2 and B=3 remain.
-  const std::vector<tunebench::cache::Measurement> known = {{"B=1", Status::kCompileFailed, std::nullopt,
-                                                             std::nullopt, std::nullopt, "bad", 0, "", ""}};
+  const std::vector<tunebench::cache::Measurement> known = {
+      {"B=1", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt, "bad", 0, "", ""}};
   std::size_t precompiled_before_first_run = 99;
   const auto timer = tunebench::run_by_run([&](const Config& c) {
     if (precompiled_before_first_run == 99) precompiled_before_first_run = op.precompiled.size();
@@ -282,8 +290,8 @@ TEST(Autotuner, TheStrategyGetsThePreparedConfigsAndChoosesTheWinner) {
   o.strategy = strategy;
   FakeOp op;
   // B=4 is refused by can_implement and B=2 failed in an earlier run: neither reaches the strategy.
-  const std::vector<tunebench::cache::Measurement> known = {{"B=2", Status::kLaunchFailed, std::nullopt,
-                                                             std::nullopt, std::nullopt, "earlier", 0, "", ""}};
+  const std::vector<tunebench::cache::Measurement> known = {
+      {"B=2", Status::kLaunchFailed, std::nullopt, std::nullopt, std::nullopt, "earlier", 0, "", ""}};
   const auto out = tunebench::autotune(op, kShape, kDevice, fixed({{1, 10}, {2, 10}, {3, 10}}), o, known);
   ASSERT_EQ(strategy->handed.size(), 2u);
   EXPECT_EQ(strategy->handed[0].str(), "B=1");
@@ -347,7 +355,7 @@ TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
   // Within 1.5x of the best after the screen: B=6..8 (1300 ns). Finalists: the three fastest.
   EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 6}}, Config{{"B", 7}}, Config{{"B", 8}}}));
   EXPECT_EQ(out.stats.dropped, 17);
-  EXPECT_EQ(rec.runs_of[1], 2);   // the screen: one warmup and one timed run
+  EXPECT_EQ(rec.runs_of[1], 2);  // the screen: one warmup and one timed run
   EXPECT_EQ(rec.runs_of[20], 2);
   EXPECT_EQ(rec.runs_of[7], 2 + 3 + 15);  // screen, race, full repetitions
   EXPECT_EQ(rec.runs_of[6], 2 + 3 + 15);
@@ -492,7 +500,8 @@ TEST(Race, AStickyErrorInAnInterleavedRoundRecordsItsBatchAndStops) {
   EXPECT_NE(out.fatal_error.find("cudaErrorIllegalAddress"), std::string::npos);
   // The race's batch held B=6..8: each is recorded failed, so no later sweep runs them again.
   for (const char* config : {"B=6", "B=7", "B=8"}) {
-    const auto m = std::find_if(out.results.begin(), out.results.end(), [&](const auto& r) { return r.config == config; });
+    const auto m =
+        std::find_if(out.results.begin(), out.results.end(), [&](const auto& r) { return r.config == config; });
     ASSERT_NE(m, out.results.end()) << config;
     EXPECT_EQ(m->status, Status::kLaunchFailed) << config;
   }
@@ -507,7 +516,7 @@ TEST(Race, TheFinalRoundOrdersContendersByTheOpsConfigOrderForTheTieRule) {
   const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
   EXPECT_EQ(out.best.str(), "B=3");  // within 1% of B=9 and earlier in the op's order
   EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 3}}, Config{{"B", 9}}, Config{{"B", 22}}}));
-  EXPECT_EQ(rec.runs_of[3], 1 + 15);  // one warmup, then full repetitions
+  EXPECT_EQ(rec.runs_of[3], 1 + 15);          // one warmup, then full repetitions
   EXPECT_EQ(rec.batches.front().size(), 3u);  // the warmups of all three in one batch
 }
 

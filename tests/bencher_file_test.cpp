@@ -36,9 +36,9 @@ GbRun aggregate(GbRun r, const std::string& name, double seconds) {
 TEST(BencherFile, MedianAndPercentilesOfTheRepetitionsInNanoseconds) {
   tunebench::BencherFile file;
   const std::vector<GbRun> runs = {repetition("op/s/M:1", 4e-6, 4), repetition("op/s/M:1", 1e-6, 1),
-                                 repetition("op/s/M:1", 3e-6, 3), repetition("op/s/M:1", 2e-6, 2)};
+                                   repetition("op/s/M:1", 3e-6, 3), repetition("op/s/M:1", 2e-6, 2)};
   std::vector<GbRun> aggregates = {aggregate(runs[0], "mean", 2.5e-6), aggregate(runs[0], "median", 2.5e-6),
-                                 aggregate(runs[0], "cv", 0.5)};
+                                   aggregate(runs[0], "cv", 0.5)};
   file.add(runs);
   file.add(aggregates);
   const auto doc = nlohmann::json::parse(file.text());

@@ -48,7 +48,8 @@ TEST(RouteTokens, EveryTokenGetsTopKDistinctExpertsAndSortedIsAPermutationInExpe
         if (c > 0) {
           EXPECT_LT(r.sorted[pos - 1], r.sorted[pos]);
         }
-        EXPECT_TRUE(tokens.insert(r.sorted[pos] / 4).second) << "token " << r.sorted[pos] / 4 << " twice with expert " << e;
+        EXPECT_TRUE(tokens.insert(r.sorted[pos] / 4).second)
+            << "token " << r.sorted[pos] / 4 << " twice with expert " << e;
       }
     }
   }

@@ -64,7 +64,8 @@ TEST_F(CNumbersTest, FormatCAndUseCNumbersIgnoreACommaCLocale) {
   EXPECT_EQ(tunebench::format_c("%.3g", 1.5), "1.5");
   EXPECT_EQ(tunebench::c_number(2.06098), "2.060980");
   EXPECT_EQ(tunebench::format_c("%.1f", 1e300).size(), 303u);  // longer than any fixed buffer
-  if (!set_comma_c_locale()) GTEST_SKIP() << "no comma-decimal locale installed (de_DE.UTF-8): C locale part not checked";
+  if (!set_comma_c_locale())
+    GTEST_SKIP() << "no comma-decimal locale installed (de_DE.UTF-8): C locale part not checked";
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.1f", 1.5);
   ASSERT_STREQ(buf, "1,5");
@@ -83,9 +84,10 @@ TEST(OneLine, ControlsOfEveryKindAreEscapedAndUtf8Kept) {
   EXPECT_EQ(tunebench::escape_controls("x\x9by"), "x\\x9by");
   EXPECT_EQ(tunebench::escape_controls("x\xc2\x9b[2Jy"), "x\\xc2\\x9b[2Jy");
   EXPECT_EQ(tunebench::escape_controls("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(tunebench::escape_controls("\xe2\x82"), "\\xe2\\x82");        // truncated
-  EXPECT_EQ(tunebench::escape_controls("\xc0\xaf"), "\\xc0\\xaf");        // overlong '/'
+  EXPECT_EQ(tunebench::escape_controls("\xe2\x82"), "\\xe2\\x82");           // truncated
+  EXPECT_EQ(tunebench::escape_controls("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(tunebench::escape_controls("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   // Well-formed UTF-8 stays as it is: Latin-1 letters, CJK, emoji.
-  EXPECT_EQ(tunebench::escape_controls("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80");
+  EXPECT_EQ(tunebench::escape_controls("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80");
 }

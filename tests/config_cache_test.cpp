@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "cache_text.hpp"
 #include "ops.hpp"
@@ -131,8 +131,9 @@ int as_unprivileged(const std::function<std::string()>& body) {
 TEST_F(ConfigCacheTest, StoreGetAndEraseAreReal) {
   ConfigCache cache(file_);
   EXPECT_FALSE(cache.best(key()));
-  const Measurement failed{"B=2", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt,
-                           "error: too many resources", 0, "GPU-1", ""};
+  const Measurement failed{
+      "B=2", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt, "error: too many resources", 0, "GPU-1",
+      ""};
   cache.store(key(), {ok("B=1", 1000), failed, ok("B=3", 900)}, Best{"B=3", 900, 0});
   ASSERT_TRUE(cache.best(key()));
   EXPECT_EQ(cache.best(key())->config, "B=3");
@@ -321,7 +322,8 @@ TEST_F(ConfigCacheTest, NewerSchemaIsRefusedAndNotTouched) {
     ConfigCache cache(file_);
     FAIL() << "a cache of schema 99 was opened";
   } catch (const tunebench::cache::SqliteError& e) {
-    EXPECT_NE(std::string(e.what()).find("was written by a newer tunebench (schema 99, this one reads up to 3): left as it is"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "was written by a newer tunebench (schema 99, this one reads up to 3): left as it is"),
               std::string::npos)
         << e.what();
   }
@@ -337,7 +339,8 @@ TEST_F(ConfigCacheTest, ReadAccessWritesNothingAndReadsOlderSchemas) {
     ConfigCache cache(file_);
     cache.store(key(), {ok("B=1", 500)}, Best{"B=1", 500, 0});
   }
-  make_sqlite(file_, "ALTER TABLE measurements DROP COLUMN host; PRAGMA user_version = 2; PRAGMA journal_mode = DELETE;");
+  make_sqlite(file_,
+              "ALTER TABLE measurements DROP COLUMN host; PRAGMA user_version = 2; PRAGMA journal_mode = DELETE;");
   const std::string before = bytes(file_);
   {
     ConfigCache cache(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
@@ -414,7 +417,8 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(cli("show mxfp4_gemm", &out), 2);
   EXPECT_NE(out.find("show: wrong number of arguments (1)"), std::string::npos) << out;
   EXPECT_EQ(cli("list --cache=other.sqlite", &out), 2);
-  EXPECT_NE(out.find("list: '--cache=other.sqlite' is an option and comes before the command"), std::string::npos) << out;
+  EXPECT_NE(out.find("list: '--cache=other.sqlite' is an option and comes before the command"), std::string::npos)
+      << out;
   {
     ConfigCache cache(file_);
     EXPECT_FALSE(cache.best(key()));
@@ -476,11 +480,13 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(cli("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
   EXPECT_EQ(cli("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
-  const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() + "' list >/dev/null 2>&1";
+  const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() +
+                              "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(missing.c_str())), 2);
   EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a read-only command creates nothing
   std::ofstream(dir_ / "empty.sqlite").flush();
-  const std::string empty = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "empty.sqlite").string() + "' list >/dev/null 2>&1";
+  const std::string empty = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "empty.sqlite").string() +
+                            "' list >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(empty.c_str())), 2);
   EXPECT_EQ(fs::file_size(dir_ / "empty.sqlite"), 0u);  // nor turns an empty file into a cache
 }
@@ -548,12 +554,14 @@ TEST_F(ConfigCacheTest, AFolderIsRefusedNotMovedAside) {
 // -wal) is made beside it.
 TEST_F(ConfigCacheTest, ADeviceIsRefusedAndNothingIsMadeBesideIt) {
   std::vector<bool> before;
-  for (const char* suffix : {"-journal", "-wal", "-shm"}) before.push_back(fs::exists(std::string("/dev/null") + suffix));
+  for (const char* suffix : {"-journal", "-wal", "-shm"})
+    before.push_back(fs::exists(std::string("/dev/null") + suffix));
   try {
     ConfigCache cache("/dev/null");
     FAIL() << "/dev/null was opened as a cache";
   } catch (const tunebench::cache::SqliteError& e) {
-    EXPECT_NE(std::string(e.what()).find("config cache /dev/null: is not a regular file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("config cache /dev/null: is not a regular file"), std::string::npos)
+        << e.what();
   }
   int i = 0;
   for (const char* suffix : {"-journal", "-wal", "-shm"}) {
@@ -572,9 +580,7 @@ TEST_F(ConfigCacheTest, TwoCorruptFilesInOneSecondAreBothKept) {
 }
 
 TEST_F(ConfigCacheTest, CliInspectionLeavesADamagedFileAlone) {
-  {
-    std::ofstream(file_) << "not a database, but somebody's data";
-  }
+  { std::ofstream(file_) << "not a database, but somebody's data"; }
   const std::string cmd = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + file_.string() + "' list > '" +
                           (dir_ / "out.txt").string() + "' 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
@@ -584,14 +590,13 @@ TEST_F(ConfigCacheTest, CliInspectionLeavesADamagedFileAlone) {
   std::ifstream kept(file_);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "not a database, but somebody's data");
   int others = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir_)) others += e.path().filename().string().find(".corrupt-") != std::string::npos;
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    others += e.path().filename().string().find(".corrupt-") != std::string::npos;
   EXPECT_EQ(others, 0);
 }
 
 TEST_F(ConfigCacheTest, OnDamageThrowLeavesTheFileAndThrows) {
-  {
-    std::ofstream(file_) << "garbage";
-  }
+  { std::ofstream(file_) << "garbage"; }
   EXPECT_THROW(ConfigCache(file_, ConfigCache::OnDamage::kThrow), tunebench::cache::SqliteError);
   std::ifstream kept(file_);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "garbage");
@@ -743,8 +748,8 @@ TEST_F(ConfigCacheTest, ANameThatLooksLikeAUriIsAFileOfThatName) {
 
 // A new cache in a folder this user cannot write: the error says the folder is not writable.
 TEST_F(ConfigCacheTest, ANewCacheInAReadOnlyFolderSaysTheFolderIsNotWritable) {
-  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
-                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
   const int rc = as_unprivileged([&]() -> std::string {
     try {
       ConfigCache cache(dir_ / "new.sqlite");
@@ -821,14 +826,18 @@ TEST_F(ConfigCacheTest, CliExportFailureKeepsTheEarlierFile) {
 // refused in one line naming the entry, and nothing of the file is stored.
 TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
   const std::string c = config_of("mxfp4_gemm", 0);
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto doc = [&](const std::string& op, const std::string& tuning_key, const std::string& config, std::int64_t p50,
-                       std::int64_t updated_at) {
-    nlohmann::json k = {{"op", op}, {"kernel_version", "k1"}, {"tuning_key", tuning_key}, {"device_name", "NVIDIA H200"},
-                        {"device_cc", "9.0"}, {"toolkit", "cuda 13.0"}, {"timing_mode", "kernel"}};
-    nlohmann::json m = {{"config", config}, {"status", "ok"}, {"p20_ns", p50}, {"p50_ns", p50}, {"p80_ns", p50},
-                        {"error", ""}, {"measured_at", now - 10}, {"device_uuid", "GPU-1"}, {"host", "h"}};
-    nlohmann::json e = {{"key", k}, {"best", {{"config", config}, {"p50_ns", p50}, {"updated_at", updated_at}}},
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto doc = [&](const std::string& op, const std::string& tuning_key, const std::string& config,
+                       std::int64_t p50, std::int64_t updated_at) {
+    nlohmann::json k = {
+        {"op", op},           {"kernel_version", "k1"}, {"tuning_key", tuning_key}, {"device_name", "NVIDIA H200"},
+        {"device_cc", "9.0"}, {"toolkit", "cuda 13.0"}, {"timing_mode", "kernel"}};
+    nlohmann::json m = {{"config", config},        {"status", "ok"},         {"p20_ns", p50},
+                        {"p50_ns", p50},           {"p80_ns", p50},          {"error", ""},
+                        {"measured_at", now - 10}, {"device_uuid", "GPU-1"}, {"host", "h"}};
+    nlohmann::json e = {{"key", k},
+                        {"best", {{"config", config}, {"p50_ns", p50}, {"updated_at", updated_at}}},
                         {"measurements", nlohmann::json::array({m})}};
     nlohmann::json d = {{"tunebench_cache_schema", 3}, {"entries", nlohmann::json::array({e})}};
     static int n = 0;
@@ -846,7 +855,8 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
       {doc("mxfp4_gemm", "banana", c, 1500, now - 5), "tuning key 'banana' of op mxfp4_gemm: expected"},
       {doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5),
        "config 'BLOCK_Q=7' of op mxfp4_gemm: not a config of its default or expanded space"},
-      {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1, now - 5), "p50_ns 1 ns: expected a measured time of at least 100 ns"},
+      {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1, now - 5),
+       "p50_ns 1 ns: expected a measured time of at least 100 ns"},
       {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, 4102444800),
        "\"updated_at\": 4102444800 is not a time up to now"},
   };
@@ -863,7 +873,8 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
   // Another build's op is kept, unchecked, when asked; this build's ops are still checked.
   EXPECT_EQ(cli("import --keep-unknown-ops " + doc("other_op", "anything", "X=1", 1500, now - 5), &out), 0) << out;
   EXPECT_NE(out.find("1 keys of ops this build lacks, kept unchecked"), std::string::npos) << out;
-  EXPECT_EQ(cli("import --keep-unknown-ops " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5), &out), 2);
+  EXPECT_EQ(
+      cli("import --keep-unknown-ops " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5), &out), 2);
   EXPECT_EQ(cli("import " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5), &out), 0) << out;
   ConfigCache cache(file_);
   EXPECT_EQ(cache.best(key())->config, c);

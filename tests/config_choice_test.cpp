@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "host_op.hpp"
 #include "context/config_choice.hpp"
+#include "host_op.hpp"
 
 namespace fs = std::filesystem;
 using tunebench::Config;

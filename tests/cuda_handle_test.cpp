@@ -23,7 +23,7 @@ cudaError_t failing_destroy(int*) {
 }
 
 template <class T>
-constexpr bool move_only_nothrow = std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T> &&
+constexpr bool move_only_nothrow = std::is_nothrow_move_constructible_v<T>&& std::is_nothrow_move_assignable_v<T> &&
                                    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T>;
 
 static_assert(move_only_nothrow<tunebench::Stream>);

@@ -78,8 +78,7 @@ TEST(FamilyName, IsOpSetAndShape) {
 }
 
 TEST(FamilyName, DoesNotDependOnOrderOrOtherSets) {
-  const tunebench::OpList ops{std::make_shared<FakeMoeOp>(),
-                              std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
+  const tunebench::OpList ops{std::make_shared<FakeMoeOp>(), std::make_shared<tunebench::bench::CpuMxfp4GemmOp>()};
   const tunebench::OpList reversed{ops[1], ops[0]};
   const auto a = tunebench::make_families(ops, {make_set("x"), make_set("y")});
   const auto b = tunebench::make_families(reversed, {make_set("y")});
@@ -114,15 +113,17 @@ TEST(MakeFamilies, ARoutedOpHasNoFamiliesOnASetWithoutMoeAndTheOthersRun) {
   const auto families = tunebench::make_families(ops, {make_plain_set("plain", 4096), make_set("routed")});
   std::vector<std::string> names;
   for (const auto& f : families) names.push_back(f.name);
-  const std::vector<std::string> expect{
-      "fake_moe/routed/M:8/N:4096/K:4096/E:256/topk:6",      "fake_moe/routed/M:8/N:4096/K:2048/E:256/topk:6",
-      "forgetful_moe/routed/M:8/N:4096/K:4096/E:256/topk:6", "forgetful_moe/routed/M:8/N:4096/K:2048/E:256/topk:6",
-      "cpu_mxfp4_gemm/plain/M:8/N:4096/K:4096",              "cpu_mxfp4_gemm/routed/M:8/N:4096/K:4096",
-      "cpu_mxfp4_gemm/routed/M:8/N:4096/K:2048"};
+  const std::vector<std::string> expect{"fake_moe/routed/M:8/N:4096/K:4096/E:256/topk:6",
+                                        "fake_moe/routed/M:8/N:4096/K:2048/E:256/topk:6",
+                                        "forgetful_moe/routed/M:8/N:4096/K:4096/E:256/topk:6",
+                                        "forgetful_moe/routed/M:8/N:4096/K:2048/E:256/topk:6",
+                                        "cpu_mxfp4_gemm/plain/M:8/N:4096/K:4096",
+                                        "cpu_mxfp4_gemm/routed/M:8/N:4096/K:4096",
+                                        "cpu_mxfp4_gemm/routed/M:8/N:4096/K:2048"};
   EXPECT_EQ(names, expect);
   // A plain op that reads the geometry (as hbm_read of mxfp4_moe would) is left out likewise.
-  EXPECT_TRUE(tunebench::make_families({std::make_shared<FakePlainOp>(needs_moe)}, {make_plain_set("plain", 64)})
-                  .empty());
+  EXPECT_TRUE(
+      tunebench::make_families({std::make_shared<FakePlainOp>(needs_moe)}, {make_plain_set("plain", 64)}).empty());
   // Nothing but sets without `moe:` and routed ops: no families, not an error.
   EXPECT_TRUE(tunebench::make_families({std::make_shared<FakeMoeOp>()}, {make_plain_set("plain", 64)}).empty());
 }
@@ -136,6 +137,7 @@ TEST(MakeFamilies, AnOpWithoutAKRuleAcceptsK100AndTheMxfp4OpStopsOnIt) {
                              {make_plain_set("odd", 100)});
     FAIL() << "cpu_mxfp4_gemm accepted K=100";
   } catch (const tunebench::ShapeError& e) {
-    EXPECT_EQ(std::string(e.what()), "shape set 'odd': gemm 'w13': K=100 is not a multiple of 32 (the MXFP4 block size)");
+    EXPECT_EQ(std::string(e.what()),
+              "shape set 'odd': gemm 'w13': K=100 is not a multiple of 32 (the MXFP4 block size)");
   }
 }

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "ops.hpp"
-#include "shape_dir.hpp"
 #include "plan/family.hpp"
 #include "plan/filter.hpp"
+#include "shape_dir.hpp"
 
 using tunebench::BenchmarkFilter;
 
@@ -36,9 +36,9 @@ TEST(BenchmarkFilter, RunSpecSelectsTheSameButNeverDot) {
 namespace {
 
 std::set<std::string> list_tests(const std::string& filter) {
-  const std::string cmd = std::string("'") + TUNEBENCH_BENCH_EXE +
-                          "' --benchmark_list_tests --tunebench_shapes='" + tunebench::testing::shipped_shape_dir().string() +
-                          "' --benchmark_filter='" + filter + "' 2>/dev/null";
+  const std::string cmd = std::string("'") + TUNEBENCH_BENCH_EXE + "' --benchmark_list_tests --tunebench_shapes='" +
+                          tunebench::testing::shipped_shape_dir().string() + "' --benchmark_filter='" + filter +
+                          "' 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   std::set<std::string> names;
   char line[4096];
@@ -55,8 +55,8 @@ std::set<std::string> list_tests(const std::string& filter) {
 // Our selection must be exactly Google Benchmark's, or the pre-run work (skip notices, and the
 // sweep that later runs before the timing loop) would cover other benchmarks than it runs.
 TEST(BenchmarkFilter, SelectsExactlyWhatBenchListsTests) {
-  const auto families = tunebench::make_families(
-      tunebench::bench::builtin_ops(), tunebench::load_shape_path(tunebench::testing::shipped_shape_dir()));
+  const auto families = tunebench::make_families(tunebench::bench::builtin_ops(),
+                                                 tunebench::load_shape_path(tunebench::testing::shipped_shape_dir()));
   for (const std::string filter :
        {"mxfp4", "-mxfp4", "decode_ep/M:(1|16)/", "-prefill", "^cpu_mxfp4_gemm/dsv4f_decode_tp4/M:[0-9]/", "K:512",
         "all", "manual_time$", "M:1/"}) {

@@ -67,11 +67,10 @@ TEST_P(GpuBf16GemmShapes, EveryOfferedAlgoMatchesTheFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuBf16GemmShapes,
-                         ::testing::Values(Dims{8, 4096, 4096}, Dims{16, 1024, 4096},
-                                           Dims{512, 4096, 512}),
+                         ::testing::Values(Dims{8, 4096, 4096}, Dims{16, 1024, 4096}, Dims{512, 4096, 512}),
                          [](const ::testing::TestParamInfo<Dims>& p) {
-                           return "M" + std::to_string(p.param.m) + "_N" +
-                                  std::to_string(p.param.n) + "_K" + std::to_string(p.param.k);
+                           return "M" + std::to_string(p.param.m) + "_N" + std::to_string(p.param.n) + "_K" +
+                                  std::to_string(p.param.k);
                          });
 
 using GpuBf16Gemm = GpuTest;
@@ -85,8 +84,7 @@ TEST_F(GpuBf16Gemm, AlgoBeyondTheOfferedCountThrowsSayingHowMany) {
       ADD_FAILURE() << "ALGO=" << bad << " ran";
     } catch (const std::runtime_error& e) {
       const std::string what = e.what();
-      EXPECT_NE(what.find("offered " + std::to_string(offered) + " algorithms"), std::string::npos)
-          << what;
+      EXPECT_NE(what.find("offered " + std::to_string(offered) + " algorithms"), std::string::npos) << what;
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }

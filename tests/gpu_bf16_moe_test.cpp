@@ -45,7 +45,6 @@ class GpuBf16Moe : public ::testing::Test {
   std::optional<tunebench::Stream> stream_;
 };
 
-
 // ||a - b|| / ||b|| over BF16 bits.
 double rel_diff(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
   double d = 0, n = 0;

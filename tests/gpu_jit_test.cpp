@@ -46,7 +46,8 @@ class GpuJit : public ::testing::Test {
 tunebench::JitBuilder builder(std::atomic<int>* calls) {
   return [calls](const Config& config, const std::string& arch) {
     ++*calls;
-    tunebench::CompileRequest req{kSource, "fill.cu",
+    tunebench::CompileRequest req{kSource,
+                                  "fill.cu",
                                   {"-DBLOCK=" + std::to_string(config.get("BLOCK")), "-DSMEM=" + std::to_string(kSmem)},
                                   arch};
     if (config.has("BROKEN")) req.options.push_back("-DBROKEN=1");

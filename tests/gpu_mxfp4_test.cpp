@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "mxfp4_gpu.hpp"
-#include "tunebench/device.hpp"
 #include "shape_dir.hpp"
+#include "tunebench/device.hpp"
 #include "tunebench/shape.hpp"
 
 namespace {
@@ -55,7 +55,6 @@ class GpuMxfp4 : public ::testing::Test {
   tunebench::DeviceInfo device_;
   std::unique_ptr<tunebench::Stream> stream_;
 };
-
 
 }  // namespace
 
@@ -115,8 +114,8 @@ TEST_F(GpuMxfp4, MoeExpandedDecodeConfigsMatchTheCpuReference) {
 
 // Every config of the wgmma family, FOLDSCALE off and on, on small geometries that reach all
 // of its paths: dense M = 128 (the smallest it runs: one block row, half of a 256-row block
-// empty), 300 (the last piece partly filled) and 512; grouped with 8 experts, top-2, M = 512 (about 128 pairs a tile: tiles of several pieces,
-// full and partial) in both the w13 (token rows) and w2 (pair rows) geometries. The default
+// empty), 300 (the last piece partly filled) and 512; grouped with 8 experts, top-2, M = 512 (about 128 pairs a tile:
+// tiles of several pieces, full and partial) in both the w13 (token rows) and w2 (pair rows) geometries. The default
 // space's wgmma configs run on the real decode and prefill shapes in the *EveryDefaultConfig*
 // tests.
 TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
@@ -179,8 +178,8 @@ TEST_F(GpuMxfp4, DecodeScaleVoteIsBitIdenticalWithEveryScaleCode) {
       int compared = 0;
       for (const auto& config : op->config_space(tunebench::SpaceKind::kDefault)) {
         // Every voting register-path config (BLOCK_N 32 included) against its twin without the vote.
-        if (!tunebench::bench::is_decode_config(config) || config.get("SCALE_VOTE") != 1 ||
-            config.get("STAGES") != 0 || !op->can_implement(config, s, device_)) {
+        if (!tunebench::bench::is_decode_config(config) || config.get("SCALE_VOTE") != 1 || config.get("STAGES") != 0 ||
+            !op->can_implement(config, s, device_)) {
           continue;
         }
         std::vector<tunebench::Config::Param> p = config.params();

@@ -10,14 +10,13 @@
 #include <vector>
 
 #include "bf16_gemm.hpp"
-#include "mxfp4_gpu.hpp"
 #include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
-#include "spin_op.hpp"
-#include "tunebench/device.hpp"
 #include "run/benchmark_body.hpp"
-#include "timing/op_timing.hpp"
+#include "spin_op.hpp"
 #include "timing/cupti_timer.hpp"
+#include "timing/op_timing.hpp"
+#include "tunebench/device.hpp"
 
 #include <iostream>
 
@@ -137,7 +136,8 @@ TEST_F(GpuTiming, ColdL2FlushIsNotCounted) {
     OpTiming cold(op, shape(1, 1, 1), 0, {mode, true});
     EXPECT_NEAR(median_us(cold, c), 20.0, 1.0) << to_string(mode);
   }
-  OpTiming warm_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, false}), cold_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, true});
+  OpTiming warm_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, false}),
+      cold_events(op, shape(1, 1, 1), 0, {tunebench::TimingMode::kEvent, true});
   const double warm = median_us(warm_events, c), cold = median_us(cold_events, c);
   std::cout << "events: " << warm << " us, with the L2 flush before each run " << cold << " us\n";
   // Flushing 2x L2 takes tens of microseconds; counted, it would show here.
@@ -150,7 +150,8 @@ TEST_F(GpuTiming, EagerAndCudaGraphAgreeOnLongKernels) {
   tunebench::bench::Mxfp4GemmOp mxfp4(false);
   Config split;
   for (const auto& c : mxfp4.config_space(tunebench::SpaceKind::kDefault)) {
-    if (!tunebench::bench::is_dequant_config(c) && c.get("SPLIT_K") > 1 && c.get("BLOCK_M") >= 32 && mxfp4.can_implement(c, s, device_)) {
+    if (!tunebench::bench::is_dequant_config(c) && c.get("SPLIT_K") > 1 && c.get("BLOCK_M") >= 32 &&
+        mxfp4.can_implement(c, s, device_)) {
       split = c;
       break;
     }
@@ -160,7 +161,8 @@ TEST_F(GpuTiming, EagerAndCudaGraphAgreeOnLongKernels) {
   const std::vector<std::pair<const tunebench::Op*, Config>> cases = {
       {&mxfp4, split}, {&bf16, bf16.config_space(tunebench::SpaceKind::kDefault)[0]}};
   for (const auto& [op, config] : cases) {
-    OpTiming eager(*op, s, 1, {tunebench::TimingMode::kKernel, false}), graph(*op, s, 1, {tunebench::TimingMode::kCudaGraph, false});
+    OpTiming eager(*op, s, 1, {tunebench::TimingMode::kKernel, false}),
+        graph(*op, s, 1, {tunebench::TimingMode::kCudaGraph, false});
     const double e = median_us(eager, config), g = median_us(graph, config);
     std::cout << op->name() << " [" << config.str() << "] M=512 N=K=4096: eager " << e << " us, cudagraph " << g
               << " us\n";
@@ -176,7 +178,8 @@ TEST_F(GpuTiming, GraphModeTimesEveryKernelOfASplitKRun) {
   tunebench::bench::Mxfp4GemmOp op(false);
   for (const auto& c : op.config_space(tunebench::SpaceKind::kDefault)) {
     if (tunebench::bench::is_dequant_config(c) || c.get("SPLIT_K") == 1 || !op.can_implement(c, s, device_)) continue;
-    OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}), eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
+    OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}),
+        eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
     const double g = median_us(graph, c), e = median_us(eager, c);
     EXPECT_GT(g, 0.0);
     EXPECT_NEAR(g / e, 1.0, 0.15) << c.str();  // microsecond kernels: a looser bound
@@ -190,7 +193,8 @@ TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
   tunebench::bench::SpinOp op("spin_twice", 10'000);
   const Config two{{"BLOCKS", 1}, {"KERNELS", 2}};
   const Shape s = shape(1, 1, 1);
-  OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}), eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
+  OpTiming graph(op, s, 1, {tunebench::TimingMode::kCudaGraph, false}),
+      eager(op, s, 1, {tunebench::TimingMode::kKernel, false});
   const double g = median_us(graph, two), e = median_us(eager, two);
   // Each kernel adds its ~0.6 us start-up (OneBlockKernelReportsKernelTimeNotLaunchOverhead).
   for (const double us : {e, g}) {
@@ -232,7 +236,8 @@ TEST_F(GpuTiming, SlowdownControlLengthensEveryTimedRunByItsFraction) {
   const Config c = op.config_space(tunebench::SpaceKind::kDefault)[0];
   tunebench::TimingFaults slow;
   slow.slowdown = 0.5;
-  for (const auto mode : {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph, tunebench::TimingMode::kEvent}) {
+  for (const auto mode :
+       {tunebench::TimingMode::kKernel, tunebench::TimingMode::kCudaGraph, tunebench::TimingMode::kEvent}) {
     OpTiming plain(op, shape(1, 1, 1), 0, {mode, false}), slowed(op, shape(1, 1, 1), 0, {mode, false}, slow);
     const double base = median_us(plain, c), us = median_us(slowed, c);
     std::cout << "spin 20 us, " << to_string(mode) << ": " << base << " us, slowdown 0.5: " << us << " us\n";

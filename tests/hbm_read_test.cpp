@@ -42,14 +42,14 @@ TEST(HbmRead, EveryConfigFitsAnSm90AndNoneExceedsItsThreadsPerSm) {
   }
   EXPECT_EQ(distinct.size(), configs.size());
   EXPECT_EQ(read.config_space(tunebench::SpaceKind::kExpanded).size(), configs.size());
-  EXPECT_FALSE(read.can_implement(Config{{"THREADS", 1024}, {"BLOCKS_PER_SM", 4}, {"UNROLL", 2}},
-                                  shape(1, 4096, 4096), device));
-  EXPECT_FALSE(read.can_implement(Config{{"THREADS", 2048}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 2}},
-                                  shape(1, 4096, 4096), device));
-  EXPECT_FALSE(read.can_implement(Config{{"THREADS", 100}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 2}},
-                                  shape(1, 4096, 4096), device));
-  EXPECT_FALSE(read.can_implement(Config{{"THREADS", 256}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 0}},
-                                  shape(1, 4096, 4096), device));
+  EXPECT_FALSE(
+      read.can_implement(Config{{"THREADS", 1024}, {"BLOCKS_PER_SM", 4}, {"UNROLL", 2}}, shape(1, 4096, 4096), device));
+  EXPECT_FALSE(
+      read.can_implement(Config{{"THREADS", 2048}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 2}}, shape(1, 4096, 4096), device));
+  EXPECT_FALSE(
+      read.can_implement(Config{{"THREADS", 100}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 2}}, shape(1, 4096, 4096), device));
+  EXPECT_FALSE(
+      read.can_implement(Config{{"THREADS", 256}, {"BLOCKS_PER_SM", 1}, {"UNROLL", 0}}, shape(1, 4096, 4096), device));
 }
 
 }  // namespace

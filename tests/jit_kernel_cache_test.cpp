@@ -145,15 +145,15 @@ TEST(JitKernelCache, Mxfp4BuildsNameTheKernelsEachFamilyLoads) {
   ASSERT_EQ(dequant.kernels.size(), 1u);
   EXPECT_EQ(dequant.kernels[0].name, "mxfp4_dequant_bf16");
   EXPECT_EQ(dequant.request.arch, "sm_90");
-  const Config decode{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 4}, {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", 2},
-                      {"SCALE_VOTE", 1}};
+  const Config decode{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 4},   {"UNROLL", 2},
+                      {"SPLIT_K", 1}, {"STAGES", 2},  {"SCALE_VOTE", 1}};
   const auto d = mxfp4_jit_build(decode, true, false, "sm_90");
   ASSERT_EQ(d.kernels.size(), 2u);
   EXPECT_EQ(d.kernels[0].name, "mxfp4_decode");
   EXPECT_EQ(d.kernels[0].dynamic_smem_bytes, 4 * 2 * 2 * 272);  // WARPS_K x STAGES x UNROLL atoms
   EXPECT_EQ(d.kernels[1].name, "mxfp4_splitk_finish");
-  const Config tile{{"BLOCK_M", 8}, {"BLOCK_N", 64}, {"BLOCK_K", 256}, {"WARPS", 4}, {"WARPS_K", 1}, {"STAGES", 3},
-                    {"SPLIT_K", 1}};
+  const Config tile{{"BLOCK_M", 8}, {"BLOCK_N", 64}, {"BLOCK_K", 256}, {"WARPS", 4},
+                    {"WARPS_K", 1}, {"STAGES", 3},   {"SPLIT_K", 1}};
   const auto t = mxfp4_jit_build(tile, false, true, "sm_90");
   ASSERT_EQ(t.kernels.size(), 2u);
   EXPECT_EQ(t.kernels[0].name, "mxfp4_gemm");

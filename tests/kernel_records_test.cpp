@@ -32,13 +32,12 @@ TEST(KernelRecords, SumsEachWindowsKernelsAndNothingElse) {
 }
 
 TEST(KernelRecords, DropsAndCountsInvalidAndDuplicateRecords) {
-  const std::vector<KernelRecord> records = {
-      {0, 0, 1},       // both timestamps zero
-      {100, 0, 1},     // end zero: flushed while running
-      {500, 400, 1},   // reversed
-      {1000, 1500, 1}, // valid
-      {1000, 1500, 1}, // the same record delivered twice
-      {2000, 2100, 2}};
+  const std::vector<KernelRecord> records = {{0, 0, 1},        // both timestamps zero
+                                             {100, 0, 1},      // end zero: flushed while running
+                                             {500, 400, 1},    // reversed
+                                             {1000, 1500, 1},  // valid
+                                             {1000, 1500, 1},  // the same record delivered twice
+                                             {2000, 2100, 2}};
   const auto t = attribute(records, calls({{1}, {2}, {3}}));
   EXPECT_EQ(t.invalid, 3u);
   EXPECT_EQ(t.duplicates, 1u);

@@ -30,7 +30,8 @@ tunebench::Shape shape(std::int64_t m) {
   return s;
 }
 
-benchmark::BenchmarkReporter::Run run(const std::string& name, double us, double clock_start = 0, double clock_end = 0) {
+benchmark::BenchmarkReporter::Run run(const std::string& name, double us, double clock_start = 0,
+                                      double clock_end = 0) {
   benchmark::BenchmarkReporter::Run r;
   r.run_name.function_name = name;
   r.run_type = benchmark::BenchmarkReporter::Run::RT_Iteration;

@@ -22,7 +22,8 @@ tunebench::Settings with(std::map<std::string, std::string> vars) {
 }
 
 TEST(MpiLaunch, ReadsOpenMpiSlurmAndMpichVariables) {
-  auto l = detect_launch(with({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
+  auto l = detect_launch(
+      with({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
   EXPECT_EQ(l.size, 4);
   EXPECT_EQ(l.rank, 2);
   EXPECT_EQ(l.local_rank, 1);

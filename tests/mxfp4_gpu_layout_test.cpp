@@ -59,8 +59,7 @@ TEST(Mxfp4GpuLayout, EveryBitOfAnAtomHoldsOneCodeBit) {
 // every element, for every code and every scale, NaN scale and subnormal results included;
 // and the folded decode (FOLDSCALE=1) is bit identical to the unfolded one.
 TEST(Mxfp4GpuLayout, KernelDecodeIsExactAndFoldScaleIsBitIdentical) {
-  mx::Matrix w{16, 32 * 256, std::vector<std::uint8_t>(16 * 32 * 256 / 2),
-               std::vector<std::uint8_t>(16 * 256)};
+  mx::Matrix w{16, 32 * 256, std::vector<std::uint8_t>(16 * 32 * 256 / 2), std::vector<std::uint8_t>(16 * 256)};
   for (std::int64_t r = 0; r < 16; ++r) {
     for (std::int64_t c = 0; c < w.cols; c += 2) {
       w.codes[(r * w.cols + c) / 2] = static_cast<std::uint8_t>((c / 2 + r) & 0xFF);  // all pairs
@@ -105,7 +104,7 @@ TEST(Mxfp4GpuOps, CanImplementFollowsTheShapeAndTheDevice) {
   const auto dev = tunebench::sm90_reference_device();
   const tunebench::Shape w2tp4{"s", "w2", 8, 4096, 512, 256, 6, std::nullopt};
   const tunebench::Config ok{{"BLOCK_M", 8}, {"BLOCK_N", 128}, {"BLOCK_K", 128}, {"WARPS", 4},
-                             {"WARPS_K", 2}, {"STAGES", 3}, {"SPLIT_K", 4}};
+                             {"WARPS_K", 2}, {"STAGES", 3},    {"SPLIT_K", 4}};
   EXPECT_TRUE(op.can_implement(ok, w2tp4, dev));
   auto with = [&](const char* name, std::int64_t v) {
     std::vector<tunebench::Config::Param> p = ok.params();
@@ -149,8 +148,8 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   const tunebench::Shape prefill{"s", "w13", 4096, 4096, 4096, 256, 6, std::nullopt};
   auto wgmma = [](std::int64_t block_m, std::int64_t block_n, std::int64_t block_k, std::int64_t warps,
                   std::vector<tunebench::Config::Param> extra = {}) {
-    std::vector<tunebench::Config::Param> p{{"WGMMA", 1},  {"BLOCK_M", block_m}, {"BLOCK_N", block_n},
-                                            {"BLOCK_K", block_k}, {"WARPS", warps}, {"STAGES", 3},
+    std::vector<tunebench::Config::Param> p{{"WGMMA", 1},         {"BLOCK_M", block_m}, {"BLOCK_N", block_n},
+                                            {"BLOCK_K", block_k}, {"WARPS", warps},     {"STAGES", 3},
                                             {"SPLIT_K", 1}};
     p.insert(p.end(), extra.begin(), extra.end());
     return tunebench::Config(p);
@@ -166,13 +165,13 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   other_arch.cc_major = 10;
   other_arch.cc_minor = 0;
   EXPECT_FALSE(moe.can_implement(best, prefill, other_arch));
-  EXPECT_FALSE(moe.can_implement(wgmma(96, 128, 64, 8), prefill, dev));                   // BLOCK_M % 64
+  EXPECT_FALSE(moe.can_implement(wgmma(96, 128, 64, 8), prefill, dev));                     // BLOCK_M % 64
   EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_N", 256}}), prefill, dev));  // MMA_N > BLOCK_M
   EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_N", 96}}), prefill, dev));
-  EXPECT_FALSE(moe.can_implement(wgmma(128, 64, 64, 8), prefill, dev));     // 64 W rows for 2 warpgroups
-  EXPECT_FALSE(moe.can_implement(wgmma(256, 256, 64, 8), prefill, dev));    // 256 accumulators
-  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 6), prefill, dev));    // whole warpgroups
-  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 48, 8), prefill, dev));    // BLOCK_K % 32
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 64, 64, 8), prefill, dev));   // 64 W rows for 2 warpgroups
+  EXPECT_FALSE(moe.can_implement(wgmma(256, 256, 64, 8), prefill, dev));  // 256 accumulators
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 6), prefill, dev));  // whole warpgroups
+  EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 48, 8), prefill, dev));  // BLOCK_K % 32
   EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 96, 8, {{"MMA_OVERLAP", 1}}), prefill, dev));  // 3 atoms
   EXPECT_TRUE(moe.can_implement(wgmma(128, 128, 128, 8, {{"MMA_OVERLAP", 1}}), prefill, dev));
   EXPECT_FALSE(moe.can_implement(wgmma(128, 128, 64, 8, {{"MMA_OVERLAP", 2}}), prefill, dev));
@@ -185,10 +184,11 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(moe.can_implement(wgmma(64, 128, 32, 4, {{"MIN_BLOCKS", 16}}), prefill, dev));
   EXPECT_TRUE(moe.can_implement(wgmma(64, 128, 32, 4, {{"MIN_BLOCKS", 2}}), prefill, dev));
   EXPECT_FALSE(moe.can_implement(tunebench::Config([&] {  // SPLIT_K 1 only: BF16 rows out
-    auto p = best.params();
-    for (auto& kv : p) kv.second = kv.first == "SPLIT_K" ? 2 : kv.second;
-    return p;
-  }()), prefill, dev));
+                                   auto p = best.params();
+                                   for (auto& kv : p) kv.second = kv.first == "SPLIT_K" ? 2 : kv.second;
+                                   return p;
+                                 }()),
+                                 prefill, dev));
   tunebench::Shape few = prefill;
   few.m = tunebench::bench::Mxfp4GpuOp::kWgmmaMinRows - 1;
   EXPECT_FALSE(moe.can_implement(best, few, dev));
@@ -201,7 +201,8 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   // Shared memory: the pipeline or the epilogue's padded BF16 tile, whichever is larger, then the
   // block's row indices.
   EXPECT_EQ(wgmma_smem_bytes(best), 3 * (128 * 128 * 2 + 16 * 4 * 272) + 128 * 8);
-  EXPECT_EQ(wgmma_smem_bytes(wgmma(128, 256, 32, 8)), std::max<std::int64_t>(3 * (128 * 32 * 2 + 16 * 272), 128 * 264 * 2) + 128 * 8);
+  EXPECT_EQ(wgmma_smem_bytes(wgmma(128, 256, 32, 8)),
+            std::max<std::int64_t>(3 * (128 * 32 * 2 + 16 * 272), 128 * 264 * 2) + 128 * 8);
   // Every expanded wgmma config runs the prefill shapes of both ops; the default space holds
   // wgmma configs for the grouped op only (the dense op's large M goes to cuBLASLt).
   int expanded = 0, grouped_default = 0, dense_default = 0;
@@ -226,7 +227,8 @@ TEST(Mxfp4GpuOps, TheExpandedSpaceHoldsEveryDefaultConfigUnderOneName) {
   const tunebench::bench::Mxfp4GemmOp dense(false);
   const tunebench::bench::Mxfp4MoeOp moe(false);
   // The optional axes and the value each takes when absent (the kernel's #ifndef defaults).
-  const std::map<std::string, std::int64_t> implied{{"MMA_N", 64}, {"MMA_OVERLAP", 0}, {"MIN_BLOCKS", 1}, {"BLOCK_REDUCE", 0}};
+  const std::map<std::string, std::int64_t> implied{
+      {"MMA_N", 64}, {"MMA_OVERLAP", 0}, {"MIN_BLOCKS", 1}, {"BLOCK_REDUCE", 0}};
   auto kernel_of = [&](const tunebench::Config& c) {
     std::map<std::string, std::int64_t> params(c.params().begin(), c.params().end());
     if (tunebench::bench::is_decode_config(c) && !params.count("BLOCK_N")) params["BLOCK_N"] = 16;
@@ -303,7 +305,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_EQ(count(moe.config_space(tunebench::SpaceKind::kExpanded)),
             count(dense.config_space(tunebench::SpaceKind::kExpanded)));
 
-  const tunebench::Config c{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4}, {"SPLIT_K", 2}, {"STAGES", 0}, {"SCALE_VOTE", 0}};
+  const tunebench::Config c{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 8},   {"UNROLL", 4},
+                            {"SPLIT_K", 2}, {"STAGES", 0},  {"SCALE_VOTE", 0}};
   const tunebench::Shape decode{"s", "w2", Mxfp4GpuOp::kDecodeMaxRows, 4096, 2048, 256, 6, std::nullopt};
   EXPECT_TRUE(dense.can_implement(c, decode, dev));  // 2048 = 32 * 8 * 4 * 2
   tunebench::Shape more = decode;
@@ -321,7 +324,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   EXPECT_FALSE(dense.can_implement(with("SPLIT_K", 4), decode, dev));   // 2048 % (32 * 8 * 4 * 4)
   EXPECT_FALSE(dense.can_implement(with("BLOCK_M", 32), decode, dev));  // 8 or 16 rows only
   // 64 warps are 2048 threads, over the limit, while K = 2048 = 32 * 64 * 1 * 1 divides.
-  const tunebench::Config too_many{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 64}, {"UNROLL", 1}, {"SPLIT_K", 1}, {"STAGES", 0}, {"SCALE_VOTE", 1}};
+  const tunebench::Config too_many{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 64},  {"UNROLL", 1},
+                                   {"SPLIT_K", 1}, {"STAGES", 0},  {"SCALE_VOTE", 1}};
   EXPECT_FALSE(dense.can_implement(too_many, decode, dev));
   tunebench::DeviceInfo wide = dev;
   wide.max_threads_per_block = 2048;
@@ -330,8 +334,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   // BLOCK_REDUCE: 0 or 1, and 1 only where there are warps' sums to add (WARPS_K > 1); with 1
   // the buffer holds every warp's sums, within the 48 KiB of static shared memory.
   auto reduce = [&](std::int64_t block_n, std::int64_t warps_k, std::int64_t r) {
-    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"BLOCK_N", block_n}, {"WARPS_K", warps_k}, {"UNROLL", 2},
-                             {"SPLIT_K", 1}, {"STAGES", 0}, {"SCALE_VOTE", 1}, {"BLOCK_REDUCE", r}};
+    return tunebench::Config{{"DECODE", 1},  {"BLOCK_M", 8}, {"BLOCK_N", block_n}, {"WARPS_K", warps_k}, {"UNROLL", 2},
+                             {"SPLIT_K", 1}, {"STAGES", 0},  {"SCALE_VOTE", 1},    {"BLOCK_REDUCE", r}};
   };
   const tunebench::Shape ep{"s", "w13", 8, 4096, 4096, 256, 6, std::nullopt};
   EXPECT_TRUE(dense.can_implement(reduce(32, 16, 1), ep, dev));
@@ -345,8 +349,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   // 232,448 of an sm_90 block; 32 warps x 4 slots x 4 atoms = 139,264 fit, x 8 atoms do not.
   const tunebench::Shape deep{"s", "w13", 1, 4096, 8192, 256, 6, std::nullopt};  // K divisible by all three
   auto staged = [](std::int64_t warps_k, std::int64_t unroll, std::int64_t stages, std::int64_t block_m = 8) {
-    return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", block_m}, {"WARPS_K", warps_k}, {"UNROLL", unroll},
-                             {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
+    return tunebench::Config{{"DECODE", 1},  {"BLOCK_M", block_m}, {"WARPS_K", warps_k}, {"UNROLL", unroll},
+                             {"SPLIT_K", 1}, {"STAGES", stages},   {"SCALE_VOTE", 1}};
   };
   EXPECT_TRUE(dense.can_implement(staged(16, 8, 3), deep, dev));
   EXPECT_TRUE(moe.can_implement(staged(32, 4, 4), deep, dev));
@@ -365,8 +369,8 @@ TEST(Mxfp4GpuOps, DecodeFamilyIsForFewRows) {
   // The vote is optional on the register path only; the ring always votes.
   EXPECT_TRUE(dense.can_implement(with("SCALE_VOTE", 1), decode, dev));
   EXPECT_FALSE(dense.can_implement(with("SCALE_VOTE", 2), decode, dev));
-  tunebench::Config ring_without_vote{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 8}, {"UNROLL", 4},
-                                      {"SPLIT_K", 2}, {"STAGES", 1}, {"SCALE_VOTE", 0}};
+  tunebench::Config ring_without_vote{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 8},   {"UNROLL", 4},
+                                      {"SPLIT_K", 2}, {"STAGES", 1},  {"SCALE_VOTE", 0}};
   EXPECT_FALSE(dense.can_implement(ring_without_vote, decode, dev));
   tunebench::Shape odd_n = decode;
   odd_n.n = 4104;
@@ -380,7 +384,7 @@ TEST(Mxfp4GpuOps, DecodeBlockNTakesTwoOrFourTilesOnTheRegisterPath) {
   const auto dev = tunebench::sm90_reference_device();
   auto decode = [](std::int64_t block_n, std::int64_t warps_k, std::int64_t stages = 0) {
     return tunebench::Config{{"DECODE", 1}, {"BLOCK_M", 8}, {"BLOCK_N", block_n}, {"WARPS_K", warps_k},
-                             {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", stages}, {"SCALE_VOTE", 1}};
+                             {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", stages},   {"SCALE_VOTE", 1}};
   };
   const tunebench::Shape s{"s", "w13", 8, 4096, 4096, 256, 6, std::nullopt};
   EXPECT_EQ(decode_block_n(tunebench::Config{{"DECODE", 1}}), 16);  // configs without it: one tile
@@ -417,7 +421,8 @@ TEST(Inputs, RandomBf16IsOneSequentialGeneratorOnAnyNumberOfThreads) {
     const auto values = tunebench::bench::random_bf16(count, seed);
     tunebench::bench::Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
     for (std::size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(values[i], tunebench::mxfp4::float_to_bf16(rng.uniform(-1.0f, 1.0f))) << "seed " << seed << " value " << i;
+      ASSERT_EQ(values[i], tunebench::mxfp4::float_to_bf16(rng.uniform(-1.0f, 1.0f)))
+          << "seed " << seed << " value " << i;
     }
   }
 }

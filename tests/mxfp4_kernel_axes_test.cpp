@@ -37,12 +37,15 @@ TEST(Mxfp4KernelVersion, ACommentOrBlankLineEditKeepsItAndACodeEditChangesIt) {
 
   auto comments = shipped;
   auto& decode = comments["mxfp4_decode.cuh"];
-  decode = replaced(decode, "#define DMT (BLOCK_M / 8)", "// a new note\n#define DMT (BLOCK_M /* rows */ / 8)  // more\n\n   \n");
-  comments["mxfp4_common.cuh"] = "/* a header\n   comment */\n" + comments["mxfp4_common.cuh"] + "\n// trailing note  \n";
+  decode = replaced(decode, "#define DMT (BLOCK_M / 8)",
+                    "// a new note\n#define DMT (BLOCK_M /* rows */ / 8)  // more\n\n   \n");
+  comments["mxfp4_common.cuh"] =
+      "/* a header\n   comment */\n" + comments["mxfp4_common.cuh"] + "\n// trailing note  \n";
   EXPECT_EQ(b::mxfp4_kernel_version(comments), version);
 
   auto code = shipped;
-  code["mxfp4_decode.cuh"] = replaced(code["mxfp4_decode.cuh"], "#define DMT (BLOCK_M / 8)", "#define DMT (BLOCK_M / 4)");
+  code["mxfp4_decode.cuh"] =
+      replaced(code["mxfp4_decode.cuh"], "#define DMT (BLOCK_M / 8)", "#define DMT (BLOCK_M / 4)");
   EXPECT_NE(b::mxfp4_kernel_version(code), version);
   // An included header is part of what is compiled, and so of the version.
   auto header = shipped;
@@ -109,8 +112,10 @@ TEST(Mxfp4KernelAxes, EachKernelFileRequiresExactlyItsFamilysCompiledAxes) {
 TEST(Mxfp4KernelAxes, EverySpaceConfigIsAdmittedByItsFamilyAndCompilesWithEveryAxisDefined) {
   for (const bool moe : {false, true}) {
     std::unique_ptr<b::Mxfp4GpuOp> op;
-    if (moe) op = std::make_unique<b::Mxfp4MoeOp>(false);
-    else op = std::make_unique<b::Mxfp4GemmOp>(false);
+    if (moe)
+      op = std::make_unique<b::Mxfp4MoeOp>(false);
+    else
+      op = std::make_unique<b::Mxfp4GemmOp>(false);
     for (const auto kind : {SpaceKind::kDefault, SpaceKind::kExpanded}) {
       const auto space = op->config_space(kind);
       EXPECT_EQ(op->config_space(kind), space);  // the same list on every call
@@ -133,20 +138,26 @@ TEST(Mxfp4KernelAxes, EverySpaceConfigIsAdmittedByItsFamilyAndCompilesWithEveryA
 
 TEST(Mxfp4KernelAxes, ASpaceLeavesOptionalAxesAtTheirFallbackOutOfTheName) {
   const auto& decode = b::mxfp4_family(b::Mxfp4Family::kDecode);
-  const auto configs = decode.space({{"BLOCK_M", {8}}, {"BLOCK_N", {16, 32}}, {"WARPS_K", {4}}, {"UNROLL", {2}},
-                                     {"SPLIT_K", {1}}, {"STAGES", {0}}, {"SCALE_VOTE", {1}}, {"BLOCK_REDUCE", {0}}});
+  const auto configs = decode.space({{"BLOCK_M", {8}},
+                                     {"BLOCK_N", {16, 32}},
+                                     {"WARPS_K", {4}},
+                                     {"UNROLL", {2}},
+                                     {"SPLIT_K", {1}},
+                                     {"STAGES", {0}},
+                                     {"SCALE_VOTE", {1}},
+                                     {"BLOCK_REDUCE", {0}}});
   ASSERT_EQ(configs.size(), 2u);
   EXPECT_EQ(configs[0].str(), "DECODE=1,BLOCK_M=8,WARPS_K=4,UNROLL=2,SPLIT_K=1,STAGES=0,SCALE_VOTE=1");
   EXPECT_EQ(configs[1].str(), "DECODE=1,BLOCK_M=8,BLOCK_N=32,WARPS_K=4,UNROLL=2,SPLIT_K=1,STAGES=0,SCALE_VOTE=1");
   EXPECT_EQ(b::decode_block_n(configs[0]), 16);
-  EXPECT_THROW(decode.space({{"BLOCK_M", {8}}, {"BLOCK_K", {64}}}), std::logic_error);   // not a decode axis
-  EXPECT_THROW(decode.space({{"BLOCK_M", {12}}, {"WARPS_K", {4}}}), std::logic_error);   // not admitted
-  EXPECT_THROW(decode.space({{"BLOCK_M", {8}}}), std::logic_error);                      // WARPS_K missing
+  EXPECT_THROW(decode.space({{"BLOCK_M", {8}}, {"BLOCK_K", {64}}}), std::logic_error);  // not a decode axis
+  EXPECT_THROW(decode.space({{"BLOCK_M", {12}}, {"WARPS_K", {4}}}), std::logic_error);  // not admitted
+  EXPECT_THROW(decode.space({{"BLOCK_M", {8}}}), std::logic_error);                     // WARPS_K missing
 }
 
 TEST(Mxfp4KernelAxes, AParameterOutsideTheFamilyIsRefusedNotCompiled) {
-  const Config decode{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 4}, {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", 0},
-                      {"SCALE_VOTE", 1}, {"BLOCK_K", 256}};
+  const Config decode{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 4},    {"UNROLL", 2},
+                      {"SPLIT_K", 1}, {"STAGES", 0},  {"SCALE_VOTE", 1}, {"BLOCK_K", 256}};
   EXPECT_THROW(b::mxfp4_jit_build(decode, false, false, "sm_90"), tunebench::ConfigError);
   const b::Mxfp4GemmOp op(false);
   const tunebench::Shape shape{"s", "w13", 1, 4096, 4096, 0, 0, {}};

@@ -21,11 +21,13 @@ TEST(Mxfp4, E2M1TableIsTheOcpTable) {
 }
 
 TEST(Mxfp4, E2M1RoundsToNearestTiesToEvenAndSaturates) {
-  struct Case { float x; std::uint8_t code; };
-  const Case cases[] = {
-      {0.25f, 0},  {0.26f, 1}, {0.75f, 2}, {1.25f, 2}, {1.75f, 4}, {2.5f, 4},  {3.5f, 6},
-      {5.0f, 6},   {5.1f, 7},  {7.0f, 7},  {1e30f, 7}, {-0.1f, 8}, {-2.5f, 12}, {-100.0f, 15},
-      {INFINITY, 7}, {NAN, 0}};
+  struct Case {
+    float x;
+    std::uint8_t code;
+  };
+  const Case cases[] = {{0.25f, 0},  {0.26f, 1},    {0.75f, 2},    {1.25f, 2}, {1.75f, 4}, {2.5f, 4},
+                        {3.5f, 6},   {5.0f, 6},     {5.1f, 7},     {7.0f, 7},  {1e30f, 7}, {-0.1f, 8},
+                        {-2.5f, 12}, {-100.0f, 15}, {INFINITY, 7}, {NAN, 0}};
   for (const auto& c : cases) EXPECT_EQ(mx::float_to_e2m1(c.x), c.code) << c.x;
 }
 
@@ -44,12 +46,12 @@ TEST(Mxfp4, E8M0TableAndNaN) {
 }
 
 TEST(Mxfp4, ScaleIsFloorLog2OfAmaxMinusTwo) {
-  EXPECT_EQ(mx::scale_for_amax(6.0f), 127);     // 6 = 1.5 * 2^2: scale 1, 6 -> code 7
+  EXPECT_EQ(mx::scale_for_amax(6.0f), 127);  // 6 = 1.5 * 2^2: scale 1, 6 -> code 7
   EXPECT_EQ(mx::scale_for_amax(4.0f), 127);
   EXPECT_EQ(mx::scale_for_amax(3.99f), 126);
   EXPECT_EQ(mx::scale_for_amax(1.0f), 125);
   EXPECT_EQ(mx::scale_for_amax(0.0f), 0);
-  EXPECT_EQ(mx::scale_for_amax(1e-45f), 0);       // clamped below
+  EXPECT_EQ(mx::scale_for_amax(1e-45f), 0);  // clamped below
   EXPECT_EQ(mx::scale_for_amax(3e38f), 252);
   EXPECT_EQ(mx::scale_for_amax(NAN), mx::kScaleNaN);
   EXPECT_EQ(mx::scale_for_amax(INFINITY), mx::kScaleNaN);
@@ -57,9 +59,9 @@ TEST(Mxfp4, ScaleIsFloorLog2OfAmaxMinusTwo) {
 
 TEST(Mxfp4, QuantizePacksLowNibbleFirstWithOneScalePer32) {
   std::vector<float> row(64, 0.0f);
-  row[0] = 0.5f;   // code 1 at scale 1 (amax 6 in block 0)
-  row[1] = -6.0f;  // code 15
-  row[31] = 3.0f;  // code 5
+  row[0] = 0.5f;                                                    // code 1 at scale 1 (amax 6 in block 0)
+  row[1] = -6.0f;                                                   // code 15
+  row[31] = 3.0f;                                                   // code 5
   for (int i = 32; i < 64; ++i) row[i] = 0.25f * (i % 2 ? -1 : 1);  // amax 0.25: scale 2^-4
   const auto w = mx::quantize(row.data(), 1, 64);
   ASSERT_EQ(w.codes.size(), 32u);

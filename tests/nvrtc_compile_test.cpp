@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <set>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,8 +52,8 @@ std::vector<std::string> compile_all(const KernelCompiler& compiler, const std::
         const auto r = tunebench::bench::compile_mxfp4_kernel(compiler, *j.config, j.moe, j.fold, "sm_90");
         if (!r.ok || r.cubin.empty()) {
           std::lock_guard<std::mutex> lock(mutex);
-          failures.push_back(std::string(j.moe ? "moe" : "dense") + (j.fold ? " fold " : " ") +
-                             j.config->str() + ": " + r.log.substr(0, r.log.find('\n')));
+          failures.push_back(std::string(j.moe ? "moe" : "dense") + (j.fold ? " fold " : " ") + j.config->str() + ": " +
+                             r.log.substr(0, r.log.find('\n')));
         }
       }
     });
@@ -119,17 +119,18 @@ TEST(NvrtcCompile, FailureIsReportedWithTheLogAndNotCached) {
 TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation) {
   using tunebench::Config;
   const KernelCompiler compiler(fs::path{});
-  const Config decode{{"DECODE", 1}, {"BLOCK_M", 8}, {"WARPS_K", 4}, {"UNROLL", 2}, {"SPLIT_K", 1}, {"STAGES", 2},
-                      {"SCALE_VOTE", 1}};
-  const Config tile{{"BLOCK_M", 8}, {"BLOCK_N", 64}, {"BLOCK_K", 256}, {"WARPS", 4}, {"WARPS_K", 2}, {"STAGES", 3},
-                    {"SPLIT_K", 1}};
-  const Config wgmma{{"WGMMA", 1}, {"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 64}, {"WARPS", 8}, {"STAGES", 3},
-                     {"SPLIT_K", 1}};
+  const Config decode{{"DECODE", 1},  {"BLOCK_M", 8}, {"WARPS_K", 4},   {"UNROLL", 2},
+                      {"SPLIT_K", 1}, {"STAGES", 2},  {"SCALE_VOTE", 1}};
+  const Config tile{{"BLOCK_M", 8}, {"BLOCK_N", 64}, {"BLOCK_K", 256}, {"WARPS", 4},
+                    {"WARPS_K", 2}, {"STAGES", 3},   {"SPLIT_K", 1}};
+  const Config wgmma{{"WGMMA", 1}, {"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 64},
+                     {"WARPS", 8}, {"STAGES", 3},    {"SPLIT_K", 1}};
   for (const auto& config : {decode, tile, wgmma}) {
     auto build = tunebench::bench::mxfp4_jit_build(config, true, false, "sm_90");
     const std::string flag = "-DLAUNCH_SMEM_BYTES=";
     auto& options = build.request.options;
-    const auto it = std::find_if(options.begin(), options.end(), [&](const std::string& o) { return o.rfind(flag, 0) == 0; });
+    const auto it =
+        std::find_if(options.begin(), options.end(), [&](const std::string& o) { return o.rfind(flag, 0) == 0; });
     ASSERT_NE(it, options.end()) << config.str();
     const int smem = build.kernels[0].dynamic_smem_bytes;
     EXPECT_EQ(*it, flag + std::to_string(smem)) << config.str();
@@ -147,10 +148,13 @@ TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation
 // read from the log of a real compile and from a log with spills.
 TEST(NvrtcCompile, PtxasInfoGivesEachKernelsRegistersAndSpills) {
   const KernelCompiler compiler(fs::path{});
-  const auto r = compiler.compile({"extern \"C\" __global__ void small(int* p) { *p = 1; }\n"
-                                   "extern \"C\" __global__ void shared(int* p) { __shared__ int s[64]; s[threadIdx.x] = *p;"
-                                   " __syncthreads(); p[threadIdx.x] = s[63 - threadIdx.x]; }",
-                                   "k.cu", {"-Xptxas=-v"}, "sm_90"});
+  const auto r =
+      compiler.compile({"extern \"C\" __global__ void small(int* p) { *p = 1; }\n"
+                        "extern \"C\" __global__ void shared(int* p) { __shared__ int s[64]; s[threadIdx.x] = *p;"
+                        " __syncthreads(); p[threadIdx.x] = s[63 - threadIdx.x]; }",
+                        "k.cu",
+                        {"-Xptxas=-v"},
+                        "sm_90"});
   ASSERT_TRUE(r.ok) << r.log;
   const auto kernels = tunebench::parse_ptxas_info(r.log);
   ASSERT_EQ(kernels.size(), 2u) << r.log;
@@ -161,7 +165,9 @@ TEST(NvrtcCompile, PtxasInfoGivesEachKernelsRegistersAndSpills) {
     EXPECT_EQ(k.spill_store_bytes, 0) << k.kernel;
     EXPECT_EQ(k.static_smem_bytes, k.kernel == "shared" ? 256 : 0) << r.log;
   }
-  EXPECT_TRUE(tunebench::parse_ptxas_info(compiler.compile({"extern \"C\" __global__ void k() {}", "k.cu", {}, "sm_90"}).log).empty());
+  EXPECT_TRUE(
+      tunebench::parse_ptxas_info(compiler.compile({"extern \"C\" __global__ void k() {}", "k.cu", {}, "sm_90"}).log)
+          .empty());
 
   const std::string spilled =
       "ptxas info    : 0 bytes gmem\n"

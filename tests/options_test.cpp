@@ -65,7 +65,8 @@ TEST(Options, EnvironmentIsTheFallbackAndIsChecked) {
 }
 
 TEST(Options, BadFlagsAreOneLineErrors) {
-  EXPECT_EQ(error_of({"bench", "--tunebench_seed=abc"}), "--tunebench_seed='abc': expected a non-negative integer below 2^64");
+  EXPECT_EQ(error_of({"bench", "--tunebench_seed=abc"}),
+            "--tunebench_seed='abc': expected a non-negative integer below 2^64");
   EXPECT_EQ(error_of({"bench", "--tunebench_shapes"}), "--tunebench_shapes: expected --tunebench_shapes=VALUE");
   EXPECT_NE(error_of({"bench", "--tunebench_shape=x"}).find("--tunebench_shape: unknown flag"), std::string::npos);
 }
@@ -126,14 +127,16 @@ TEST(Settings, ReadmeTableIsTheSettingsTable) {
   ASSERT_FALSE(readme.empty()) << "no settings table in " << TUNEBENCH_README;
   EXPECT_EQ(readme, table);
   // The op's own switch is declared by the op, not by the runner.
-  EXPECT_TRUE(std::any_of(table.begin(), table.end(),
-                          [](const std::string& r) { return r.find("`FLAGGEMS_MXFP4_FOLDSCALE`") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(table.begin(), table.end(), [](const std::string& r) {
+    return r.find("`FLAGGEMS_MXFP4_FOLDSCALE`") != std::string::npos;
+  }));
 }
 
 TEST(Settings, UnknownFlagListsTheTablesFlags) {
   const std::string e = error_of({"bench", "--tunebench_nope=1"});
-  EXPECT_EQ(e, "--tunebench_nope: unknown flag (tunebench flags: --tunebench_cache, --tunebench_timing, "
-               "--tunebench_cold_l2, --tunebench_seed, --tunebench_shapes, --tunebench_runs)");
+  EXPECT_EQ(e,
+            "--tunebench_nope: unknown flag (tunebench flags: --tunebench_cache, --tunebench_timing, "
+            "--tunebench_cold_l2, --tunebench_seed, --tunebench_shapes, --tunebench_runs)");
 }
 
 TEST(Settings, ManifestRecordsEveryTableVariableThatIsSet) {

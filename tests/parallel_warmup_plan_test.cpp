@@ -40,7 +40,8 @@ TEST(ParallelWarmup, ShardDevicesAreTheFirstNEntriesEachOnce) {
     return std::string("accepted");
   };
   EXPECT_EQ(message(tokens, 3, "6,7,6"), "CUDA_VISIBLE_DEVICES lists '6' twice: two shards would share one GPU");
-  EXPECT_EQ(message({"6", "7"}, 3, "6,7"), "PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible (CUDA_VISIBLE_DEVICES=6,7)");
+  EXPECT_EQ(message({"6", "7"}, 3, "6,7"),
+            "PARALLEL_WARMUP_GPUS=3 but only 2 devices are visible (CUDA_VISIBLE_DEVICES=6,7)");
   EXPECT_EQ(message({}, 2, nullptr),
             "PARALLEL_WARMUP_GPUS=2 but no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset, and no device was "
             "found): expected at least 2 GPUs to shard the sweep over");
@@ -56,7 +57,7 @@ TEST(ParallelWarmup, ANegativeEntryHidesItselfAndTheRest) {
   EXPECT_TRUE(device_tokens("-1,0", 2).empty());
   EXPECT_TRUE(device_tokens(" -2 ,1", 0).empty());
   EXPECT_EQ(device_tokens("6,-1,7", 0), (std::vector<std::string>{"6"}));
-  EXPECT_EQ(device_tokens("6,-1,,7", 0), (std::vector<std::string>{"6"}));  // nothing past -1 is read
+  EXPECT_EQ(device_tokens("6,-1,,7", 0), (std::vector<std::string>{"6"}));   // nothing past -1 is read
   EXPECT_EQ(device_tokens("-,6", 0), (std::vector<std::string>{"-", "6"}));  // not a number: passed on
   EXPECT_EQ(device_tokens("GPU-8a1b-22,-1", 0), (std::vector<std::string>{"GPU-8a1b-22"}));
   const auto message = [](const char* visible, int n) {
@@ -95,8 +96,9 @@ TEST(ParallelWarmup, GpusFromEnv) {
       tunebench::warmup_gpus_from_env();
       ADD_FAILURE() << bad << " accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("PARALLEL_WARMUP_GPUS='") + bad +
-                                           "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
+      EXPECT_EQ(std::string(e.what()),
+                std::string("PARALLEL_WARMUP_GPUS='") + bad +
+                    "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
     }
   }
   ::unsetenv("PARALLEL_WARMUP_GPUS");

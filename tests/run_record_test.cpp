@@ -21,7 +21,8 @@ TEST(RunRecord, TwoRunsInOneSecondGetTheirOwnDirectories) {
 
   tunebench::RunRecord record;
   record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=1", tunebench::ConfigSource::kTuned});
-  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=2", tunebench::ConfigSource::kCache});  // kept first
+  record.add({"op/set/M:1/N:64/K:64", "op", "k1", "M=1,N=64,K=64", "GPU", "B=2",
+              tunebench::ConfigSource::kCache});  // kept first
   record.add({"op/set/M:2/N:64/K:64", "op", "k1", "M=2,N=64,K=64", "GPU", "B=3", tunebench::ConfigSource::kReplayed});
   record.write(a);
   const auto back = tunebench::RunRecord::read(a);

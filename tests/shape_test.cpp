@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "bf16_gemm.hpp"
@@ -23,9 +23,8 @@ namespace {
 class ShapeFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tunebench_shape_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("tunebench_shape_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -98,11 +97,13 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
   };
   const Case cases[] = {
       {replace(kGood, "name: tiny\n", ""), "top level (line 1): missing required key 'name'"},
-      {replace(kGood, "moe: {experts: 8, top_k: 2}", "moe: {experts: 8}"), "moe (line 3): missing required key 'top_k'"},
+      {replace(kGood, "moe: {experts: 8, top_k: 2}", "moe: {experts: 8}"),
+       "moe (line 3): missing required key 'top_k'"},
       {replace(kGood, "{m: 16}", "{calls: 3}"), "shapes[1] (line 9): missing required key 'm'"},
       {replace(kGood, "{m: 16}", "{m: 16, cals: 3}"), "shapes[1].cals (line 9): unknown key"},
       {replace(kGood, "description:", "descripton:"), "descripton (line 2): unknown key"},
-      {replace(kGood, "{m: 16}", "{m: sixteen}"), "shapes[1].m (line 9): expected a positive decimal integer, got 'sixteen'"},
+      {replace(kGood, "{m: 16}", "{m: sixteen}"),
+       "shapes[1].m (line 9): expected a positive decimal integer, got 'sixteen'"},
       {replace(kGood, "{m: 16}", "{m: 4.5}"), "shapes[1].m (line 9): expected a positive decimal integer, got '4.5'"},
       {replace(kGood, "{m: 16}", "{m: [16]}"), "shapes[1].m (line 9): expected a positive integer, got a list"},
       {replace(kGood, "{m: 16}", "{m: 0}"), "shapes[1].m (line 9): must be > 0, got 0"},
@@ -112,19 +113,26 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
       {replace(kGood, "{m: 16}", "{m: 1}"), "shapes[1].m (line 9): duplicate shape M=1 N=64 K=128"},
       {replace(kGood, "name: down", "name: up"), "gemms[1].name (line 6): duplicate gemm name 'up'"},
       {replace(kGood, "name: tiny", "name: tiny set"), "name (line 1): expected letters, digits and '_'"},
-      {replace(kGood, "shapes:\n  - {m: 1, calls: 10}\n  - {m: 16}\n", "shapes: []\n"), "shapes (line 7): expected a non-empty list, got an empty one"},
+      {replace(kGood, "shapes:\n  - {m: 1, calls: 10}\n  - {m: 16}\n", "shapes: []\n"),
+       "shapes (line 7): expected a non-empty list, got an empty one"},
       {replace(kGood, "{m: 16}", "{m: 16, m: 32}"), "shapes[1].m (line 9): duplicate key"},
-      {replace(kGood, "{m: 16}", "{m: \"16\"}"), "shapes[1].m (line 9): expected a positive decimal integer, got the string '16'"},
+      {replace(kGood, "{m: 16}", "{m: \"16\"}"),
+       "shapes[1].m (line 9): expected a positive decimal integer, got the string '16'"},
       {replace(kGood, "{m: 16}", "{m: 010}"), "shapes[1].m (line 9): expected a positive decimal integer, got '010'"},
       {replace(kGood, "{m: 16}", "{m: 0x10}"), "shapes[1].m (line 9): expected a positive decimal integer, got '0x10'"},
-      {replace(kGood, "{m: 16}", "{m: 99999999999999999999}"), "shapes[1].m (line 9): must be <= 16777216, got 99999999999999999999"},
-      {replace(kGood, "{m: 16}", "{m: -99999999999999999999}"), "shapes[1].m (line 9): must be > 0, got -99999999999999999999"},
-      {replace(kGood, "{m: 16}", "{m: 16, calls: 9223372036854775807}"), "shapes[1].calls (line 9): must be <= 1099511627776, got 9223372036854775807"},
-      {replace(kGood, "name: down, n: 128, k: 64", "name: down, n: 64, k: 128"), "gemms[1] (line 6): gemms 'up' and 'down' have the same N=64 K=128 (their benchmark names would collide)"},
+      {replace(kGood, "{m: 16}", "{m: 99999999999999999999}"),
+       "shapes[1].m (line 9): must be <= 16777216, got 99999999999999999999"},
+      {replace(kGood, "{m: 16}", "{m: -99999999999999999999}"),
+       "shapes[1].m (line 9): must be > 0, got -99999999999999999999"},
+      {replace(kGood, "{m: 16}", "{m: 16, calls: 9223372036854775807}"),
+       "shapes[1].calls (line 9): must be <= 1099511627776, got 9223372036854775807"},
+      {replace(kGood, "name: down, n: 128, k: 64", "name: down, n: 64, k: 128"),
+       "gemms[1] (line 6): gemms 'up' and 'down' have the same N=64 K=128 (their benchmark names would collide)"},
       {replace(kGood, "name: tiny\n", "name:\n"), "name (line 1): expected a string, got null"},
       {replace(kGood, "moe: {experts: 8, top_k: 2}", "moe:"), "moe (line 3): expected a map, got null"},
       {replace(kGood, "n: 64,", "n: 2000000,"), "gemms[0].n (line 5): must be <= 1048576, got 2000000"},
-      {replace(kGood, "gemms:\n  - {name: up, n: 64, k: 128}\n  - {name: down, n: 128, k: 64}\n", "gemms: []\n"), "gemms (line 4): expected a non-empty list, got an empty one"},
+      {replace(kGood, "gemms:\n  - {name: up, n: 64, k: 128}\n  - {name: down, n: 128, k: 64}\n", "gemms: []\n"),
+       "gemms (line 4): expected a non-empty list, got an empty one"},
       {kGood + "---\n" + kGood, "holds 2 YAML documents, expected one shape set per file"},
       {"[1, 2]\n", "top level (line 1): expected a map, got a list"},
       {"name: [unclosed\n", "not valid YAML"},
@@ -132,8 +140,8 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
   for (const auto& c : cases) {
     const std::string err = error_of(c.text);
     EXPECT_NE(err.find("bad.yaml: "), std::string::npos) << err;
-    EXPECT_NE(err.find(c.expect), std::string::npos)
-        << "expected '" << c.expect << "' in '" << err << "' for:\n" << c.text;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in '" << err << "' for:\n"
+                                                     << c.text;
     EXPECT_EQ(err.find('\n'), std::string::npos) << "error is not one line: " << err;
   }
 }
@@ -176,7 +184,8 @@ TEST_F(ShapeFileTest, MissingPathAndEmptyFolderAreErrors) {
 // A name or a path with a newline or another control character stays one line: escaped as \n,
 // \t, \x1b, so the terminal neither breaks the line nor obeys an escape sequence.
 TEST_F(ShapeFileTest, ControlCharactersInNamesAndPathsAreEscapedInTheOneLineError) {
-  const std::string name_error = error_of("name: \"evil\\nset\\x1b[31m\"\ngemms: [{name: a, n: 64, k: 128}]\nshapes: [{m: 1}]\n");
+  const std::string name_error =
+      error_of("name: \"evil\\nset\\x1b[31m\"\ngemms: [{name: a, n: 64, k: 128}]\nshapes: [{m: 1}]\n");
   EXPECT_EQ(name_error.find('\n'), std::string::npos) << name_error;
   EXPECT_EQ(name_error.find('\x1b'), std::string::npos) << name_error;
   EXPECT_NE(name_error.find("got 'evil\\nset\\x1b[31m'"), std::string::npos) << name_error;
@@ -241,8 +250,7 @@ TEST(ShippedShapeSets, AreTheFourDeepSeekV4FlashSets) {
 }
 
 TEST_F(ShapeFileTest, MoeIsOptionalAndItsAbsenceGivesZeroGeometry) {
-  const auto set = tunebench::load_shape_file(
-      write("plain.yaml", replace(kGood, "moe: {experts: 8, top_k: 2}\n", "")));
+  const auto set = tunebench::load_shape_file(write("plain.yaml", replace(kGood, "moe: {experts: 8, top_k: 2}\n", "")));
   ASSERT_EQ(set.shapes.size(), 4u);
   for (const auto& s : set.shapes) {
     EXPECT_EQ(s.experts, 0);
@@ -270,12 +278,12 @@ TEST_F(ShapeFileTest, GemmEntriesKeepTheirKLineForLaterErrors) {
 TEST_F(ShapeFileTest, EveryMxfp4OpsKRuleGivesTodaysError) {
   const auto file = write("bad.yaml", replace(kGood, "name: down, n: 128, k: 64", "name: down, n: 128, k: 100"));
   const auto set = tunebench::load_shape_file(file);  // the loader itself has no K rule
-  const std::string expect = file.string() + ": gemms[1].k (line 6): K=100 is not a multiple of 32 (the MXFP4 block size)";
+  const std::string expect =
+      file.string() + ": gemms[1].k (line 6): K=100 is not a multiple of 32 (the MXFP4 block size)";
   const auto gemm = std::make_shared<const tunebench::bench::Mxfp4GemmOp>(false);
-  const tunebench::OpList ops{gemm, std::make_shared<tunebench::bench::Mxfp4MoeOp>(false),
-                              std::make_shared<tunebench::bench::CpuMxfp4GemmOp>(),
-                              std::make_shared<tunebench::bench::Bf16GemmOp>(),
-                              std::make_shared<tunebench::bench::HbmReadOp>(gemm)};
+  const tunebench::OpList ops{
+      gemm, std::make_shared<tunebench::bench::Mxfp4MoeOp>(false), std::make_shared<tunebench::bench::CpuMxfp4GemmOp>(),
+      std::make_shared<tunebench::bench::Bf16GemmOp>(), std::make_shared<tunebench::bench::HbmReadOp>(gemm)};
   for (const auto& op : ops) {
     try {
       tunebench::check_shape_rules(set, op->shape_rules());

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "context/context_setup.hpp"
 #include "cpu_mxfp4_gemm.hpp"
 #include "plan/selection.hpp"
-#include "context/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "settings_from_env.hpp"
 #include "sweep/sweep_stage.hpp"
@@ -137,7 +137,7 @@ TEST(Plan, DefaultFilterFallsBackToEveryHostOpWhenTheDefaultSelectsNothing) {
   const auto other = tunebench::make_families(ops, {tiny_set("mine")});
   EXPECT_EQ(tunebench::default_filter(other, false, "^mxfp4_", "^cpu_mxfp4_gemm/dsv4f_decode_"), "^cpu_");
   EXPECT_EQ(tunebench::default_filter(other, true, "^cpu_", "^x"), "^cpu_");  // the GPU default, when it selects
-  EXPECT_EQ(tunebench::default_filter(other, true, "^mxfp4_", "^x"), ".");      // else everything
+  EXPECT_EQ(tunebench::default_filter(other, true, "^mxfp4_", "^x"), ".");    // else everything
   EXPECT_EQ(tunebench::selected_gpu_families(other, tunebench::BenchmarkFilter("")), 0u);
 }
 
@@ -253,10 +253,11 @@ TEST(SweepStage, TheChildProcessExecutorsDescribeThemselves) {
             (std::vector<tunebench::ContextEntry>{{"tunebench_sweep_strategy", s.sweep}}));
   s.isolate_sweep = tunebench::IsolateSweep::kAlways;
   const auto isolated = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});
-  EXPECT_EQ(isolated->summary(w), "bench: isolated sweep: 4 keys in a child process in 3.2 s, 4 tuned, 0 child processes failed\n");
-  EXPECT_EQ(isolated->context_entries(w), (std::vector<tunebench::ContextEntry>{
-                                              {"tunebench_isolated_sweep_keys", "4"},
-                                              {"tunebench_isolated_sweep_seconds", "3.250000"}}));
+  EXPECT_EQ(isolated->summary(w),
+            "bench: isolated sweep: 4 keys in a child process in 3.2 s, 4 tuned, 0 child processes failed\n");
+  EXPECT_EQ(isolated->context_entries(w),
+            (std::vector<tunebench::ContextEntry>{{"tunebench_isolated_sweep_keys", "4"},
+                                                  {"tunebench_isolated_sweep_seconds", "3.250000"}}));
   s.warmup_gpus = 2;
   s.visible_devices = "6,7";
   const auto parallel = tunebench::choose_executor(s, families, untuned, context, none, {"bench", {}});

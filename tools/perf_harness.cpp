@@ -32,12 +32,12 @@
 #include <vector>
 
 #include "mxfp4_gpu.hpp"
-#include "spin_op.hpp"
-#include "timing/cupti_timer.hpp"
-#include "tunebench/device.hpp"
 #include "plan/family.hpp"
 #include "run/benchmark_body.hpp"
+#include "spin_op.hpp"
+#include "timing/cupti_timer.hpp"
 #include "timing/op_timing.hpp"
+#include "tunebench/device.hpp"
 
 namespace {
 
@@ -107,7 +107,8 @@ int crosscheck(int runs, const DeviceInfo& device) {
   for (const std::int64_t m : {8, 512}) {
     const Shape s = gemm_shape(m, 4096, 4096);
     for (const auto& c : mxfp4.config_space(SpaceKind::kDefault)) {
-      if (!bench::is_dequant_config(c) && !bench::is_decode_config(c) && c.get("SPLIT_K") == 1 && (m == 8) == (c.get("BLOCK_M") == 8) && mxfp4.can_implement(c, s, device)) {
+      if (!bench::is_dequant_config(c) && !bench::is_decode_config(c) && c.get("SPLIT_K") == 1 &&
+          (m == 8) == (c.get("BLOCK_M") == 8) && mxfp4.can_implement(c, s, device)) {
         cases.push_back({&mxfp4, s, c, "mxfp4_gemm"});
         break;
       }
@@ -175,7 +176,8 @@ int sweep_harness(int runs, const DeviceInfo& device) {
     cases.push_back({&mxfp4, s, mxfp4.default_config(s, device), "mxfp4_gemm M=" + std::to_string(m) + " N=K=4096"});
   }
   constexpr int kBatch = 16;
-  std::printf("Sweep harness cost per timed run (%d runs each; kernel time by CUPTI; wall from the host clock):\n", runs);
+  std::printf("Sweep harness cost per timed run (%d runs each; kernel time by CUPTI; wall from the host clock):\n",
+              runs);
   std::printf("%-28s %12s %16s %16s %16s %16s\n", "case", "kernel us/run", "1/call wall us", "1/call harness us",
               "batch wall us", "batch harness us");
   for (const auto& k : cases) {
@@ -213,7 +215,8 @@ int sweep_harness(int runs, const DeviceInfo& device) {
     double kernel_us = 0;
     for (const auto& t : times) kernel_us += static_cast<double>(t.count()) * 1e-3;
     const double wall_us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
-    return std::make_pair(wall_us * 2 / static_cast<double>(screen.size()), kernel_us * 2 / static_cast<double>(screen.size()));
+    return std::make_pair(wall_us * 2 / static_cast<double>(screen.size()),
+                          kernel_us * 2 / static_cast<double>(screen.size()));
   };
   {
     OpTiming load(mxfp4, decode, 1, {TimingMode::kKernel, false});
@@ -230,11 +233,13 @@ int sweep_harness(int runs, const DeviceInfo& device) {
   const auto with_records = wall_per_config_us(recorded);
   const auto ran = wall_per_config_us(recorded);
   std::fclose(log);
-  std::printf("\nThe screen of %zu mxfp4_gemm decode configs (M=8 N=K=4096; a warmup and a timed run each, one batch):\n",
-              screen.size() / 2);
+  std::printf(
+      "\nThe screen of %zu mxfp4_gemm decode configs (M=8 N=K=4096; a warmup and a timed run each, one batch):\n",
+      screen.size() / 2);
   std::printf("%-52s %16s %16s\n", "", "wall us/config", "kernel us/config");
   std::printf("%-52s %16.2f %16.2f\n", "new configs (first runs synchronised)", synced.first, synced.second);
-  std::printf("%-52s %16.2f %16.2f\n", "new configs, and a watchdog record each", with_records.first, with_records.second);
+  std::printf("%-52s %16.2f %16.2f\n", "new configs, and a watchdog record each", with_records.first,
+              with_records.second);
   std::printf("%-52s %16.2f %16.2f\n", "configs that ran (no synchronisation)", ran.first, ran.second);
   return 0;
 }
@@ -318,8 +323,12 @@ int main(int argc, char** argv) {
   std::map<std::string, double> startup_s;
   for (const auto& name : whole) {
     const bool gemm = name.rfind("mxfp4_gemm", 0) == 0;
-    const Op& op = gemm ? static_cast<const Op&>(*mxfp4) : *spins[name.rfind("spin_5us", 0) == 0 ? 0 : name.rfind("spin_20us", 0) == 0 ? 1 : 2];
-    const Shape s = gemm ? gemm_shape(name.find("M:8/") != std::string::npos ? 8 : 512, 4096, 4096) : gemm_shape(1, 1, 1);
+    const Op& op = gemm ? static_cast<const Op&>(*mxfp4)
+                        : *spins[name.rfind("spin_5us", 0) == 0    ? 0
+                                 : name.rfind("spin_20us", 0) == 0 ? 1
+                                                                   : 2];
+    const Shape s =
+        gemm ? gemm_shape(name.find("M:8/") != std::string::npos ? 8 : 512, 4096, 4096) : gemm_shape(1, 1, 1);
     const Config c = gemm ? mxfp4->default_config(s, device) : op.config_space(SpaceKind::kDefault)[0];
     const auto t0 = clock_type::now();
     {
@@ -342,7 +351,8 @@ int main(int argc, char** argv) {
   std::printf("%-10s %14s %18s\n", "mode", "kernel time us", "host CPU us/iter");
   for (const auto& [name, mode] : family_mode) {
     const auto& r = keep.last.at(name);
-    std::printf("%-10s %14.2f %18.2f\n", mode.c_str(), r.real_accumulated_time / static_cast<double>(r.iterations) * 1e6,
+    std::printf("%-10s %14.2f %18.2f\n", mode.c_str(),
+                r.real_accumulated_time / static_cast<double>(r.iterations) * 1e6,
                 r.cpu_accumulated_time / static_cast<double>(r.iterations) * 1e6);
   }
   std::printf("\nWhole benchmarks at min_time %s (measured = iterations x reported time of the final run):\n",

@@ -23,8 +23,8 @@
 //             with the block's threads and the blocks an SM holds by registers
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -40,10 +40,10 @@
 #include "bf16_moe.hpp"
 #include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
+#include "timing/op_timing.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/nvrtc.hpp"
-#include "timing/op_timing.hpp"
 #include "tunebench/shape.hpp"
 
 namespace {
@@ -90,8 +90,8 @@ struct ConfigItem {
 };
 
 struct Selection {
-  std::vector<std::string> ops;     // empty: every op
-  std::vector<ConfigItem> config;   // items a config must all hold; empty: every config
+  std::vector<std::string> ops;    // empty: every op
+  std::vector<ConfigItem> config;  // items a config must all hold; empty: every config
   bool each = false;
   bool wants(const Op& op) const { return ops.empty() || std::find(ops.begin(), ops.end(), op.name()) != ops.end(); }
   bool wants(const Config& c) const {
@@ -171,7 +171,8 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
   std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %8s %7s %13s  %s\n", "op", "fold", "kernel", "regs",
               "spill stores", "spill loads", "stack", "smem", "dyn smem", "threads", "blocks/SM reg", "config");
   int failed = 0;
-  for (const bench::Mxfp4GpuOp* op : {static_cast<const bench::Mxfp4GpuOp*>(&gemm), static_cast<const bench::Mxfp4GpuOp*>(&moe)}) {
+  for (const bench::Mxfp4GpuOp* op :
+       {static_cast<const bench::Mxfp4GpuOp*>(&gemm), static_cast<const bench::Mxfp4GpuOp*>(&moe)}) {
     if (!sel.wants(*op)) continue;
     for (const auto& c : op->config_space(space)) {
       if (!sel.wants(c)) continue;
@@ -179,8 +180,8 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
       build.request.options.push_back("-Xptxas=-v");
       const auto r = compiler.compile(build.request);
       if (!r.ok) {
-        std::cerr << "perf_mxfp4: " << op->name() << " [" << c.str() << "] does not compile: "
-                  << r.log.substr(0, r.log.find('\n')) << "\n";
+        std::cerr << "perf_mxfp4: " << op->name() << " [" << c.str()
+                  << "] does not compile: " << r.log.substr(0, r.log.find('\n')) << "\n";
         ++failed;
         continue;
       }
@@ -191,9 +192,9 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
         for (const auto& jk : build.kernels) {
           if (jk.name == k.kernel) dynamic_smem = jk.dynamic_smem_bytes;
         }
-        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %8d %7d %13d  %s\n", op->name().c_str(), fold ? 1 : 0,
-                    k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes, k.stack_frame_bytes,
-                    k.static_smem_bytes, dynamic_smem, threads,
+        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %8d %7d %13d  %s\n", op->name().c_str(),
+                    fold ? 1 : 0, k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes,
+                    k.stack_frame_bytes, k.static_smem_bytes, dynamic_smem, threads,
                     k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0, c.str().c_str());
       }
     }
@@ -227,15 +228,16 @@ int main(int argc, char** argv) {
       }
       timing.mode = *mode;
     } else if (a == "--help" || a == "-h") {
-      std::cout << usage_line << "\n"
-                << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
-                << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
-                << "  --each    also print one line per timed config\n"
-                << "  --resources  no timing and no GPU: registers, spills and shared memory (static, and the\n"
-                << "            dynamic amount its launch asks for) of each selected config's kernels (NVRTC for sm_90,\n"
-                << "            sm_90a for WGMMA=1 configs, with ptxas -v), and the blocks an SM holds by registers\n"
-                << "  --expanded  the expanded config space; --timing=kernel|cudagraph|event; --m token counts;\n"
-                << "  set-name-substring  only the shape sets whose name holds it (e.g. decode_ep)\n";
+      std::cout
+          << usage_line << "\n"
+          << "  --op      time only these ops (mxfp4_gemm, mxfp4_moe, bf16_gemm, bf16_moe, hbm_read)\n"
+          << "  --config  time only the configs holding every item, NAME=V or NAME (e.g. DECODE=1,WARPS_K=4)\n"
+          << "  --each    also print one line per timed config\n"
+          << "  --resources  no timing and no GPU: registers, spills and shared memory (static, and the\n"
+          << "            dynamic amount its launch asks for) of each selected config's kernels (NVRTC for sm_90,\n"
+          << "            sm_90a for WGMMA=1 configs, with ptxas -v), and the blocks an SM holds by registers\n"
+          << "  --expanded  the expanded config space; --timing=kernel|cudagraph|event; --m token counts;\n"
+          << "  set-name-substring  only the shape sets whose name holds it (e.g. decode_ep)\n";
       return 0;
     } else if (a == "--resources") {
       resources = true;
@@ -253,7 +255,8 @@ int main(int argc, char** argv) {
         ConfigItem parsed{item.substr(0, eq), std::nullopt};
         if (eq != std::string::npos) parsed.value = parse_integer(item.substr(eq + 1));
         if (parsed.name.empty() || (eq != std::string::npos && !parsed.value)) {
-          std::cerr << "perf_mxfp4: " << a << ": expected comma-separated NAME or NAME=integer items (e.g. DECODE=1,WARPS_K=4)\n";
+          std::cerr << "perf_mxfp4: " << a
+                    << ": expected comma-separated NAME or NAME=integer items (e.g. DECODE=1,WARPS_K=4)\n";
           return 2;
         }
         sel.config.push_back(parsed);
@@ -295,7 +298,8 @@ int main(int argc, char** argv) {
   if (resources) {
     for (const auto& name : sel.ops) {
       if (name != "mxfp4_gemm" && name != "mxfp4_moe") {
-        std::cerr << "perf_mxfp4: --resources: --op=" << name << ": expected mxfp4_gemm or mxfp4_moe (the ops compiled here)\n";
+        std::cerr << "perf_mxfp4: --resources: --op=" << name
+                  << ": expected mxfp4_gemm or mxfp4_moe (the ops compiled here)\n";
         return 2;
       }
     }
@@ -324,7 +328,8 @@ int main(int argc, char** argv) {
       }
       std::cerr << "perf_mxfp4: --config=" << items << ": no config of "
                 << (names.empty() ? std::string("the selected ops") : names) << " in the "
-                << (space == SpaceKind::kExpanded ? "expanded space" : "default space (--expanded for the expanded one)")
+                << (space == SpaceKind::kExpanded ? "expanded space"
+                                                  : "default space (--expanded for the expanded one)")
                 << " holds every item; perf_mxfp4 --resources [--expanded] lists them\n";
       return 2;
     }

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "common/one_line.hpp"
+#include "context/config_choice.hpp"
+#include "context/context_setup.hpp"
 #include "ops.hpp"
 #include "plan/filter.hpp"
 #include "plan/selection.hpp"
-#include "context/context_setup.hpp"
-#include "context/config_choice.hpp"
 #include "tune/sweep_strategy.hpp"
 
 namespace {
@@ -45,8 +45,10 @@ struct Pair {
 void check_cache_file(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) throw std::invalid_argument(path + ": no such file, expected a config cache");
-  if (!std::filesystem::is_regular_file(status)) throw std::invalid_argument(path + ": not a file, expected a config cache");
+  if (ec || !std::filesystem::exists(status))
+    throw std::invalid_argument(path + ": no such file, expected a config cache");
+  if (!std::filesystem::is_regular_file(status))
+    throw std::invalid_argument(path + ": not a file, expected a config cache");
   if (std::filesystem::file_size(path, ec) == 0) throw std::invalid_argument(path + ": empty, expected a config cache");
 }
 
@@ -143,9 +145,10 @@ int run(int argc, char** argv) {
     worst = std::max(worst, r);
   }
   const double keys = std::max<std::size_t>(1, pairs.size());
-  std::printf("winner quality: %zu keys, %d same config, B within 1%% of A on %d (%.1f%%), within 2%% on %d (%.1f%%), "
-              "worst B/A %.4f\n",
-              pairs.size(), same, within1, 100.0 * within1 / keys, within2, 100.0 * within2 / keys, worst);
+  std::printf(
+      "winner quality: %zu keys, %d same config, B within 1%% of A on %d (%.1f%%), within 2%% on %d (%.1f%%), "
+      "worst B/A %.4f\n",
+      pairs.size(), same, within1, 100.0 * within1 / keys, within2, 100.0 * within2 / keys, worst);
   return 0;
 }
 

@@ -45,8 +45,13 @@ class Statement {
     return *this;
   }
   Statement& bind_key(const Key& k) {
-    return bind(1, k.op).bind(2, k.kernel_version).bind(3, k.tuning_key).bind(4, k.device_name)
-        .bind(5, k.device_cc).bind(6, k.toolkit).bind(7, k.timing_mode);
+    return bind(1, k.op)
+        .bind(2, k.kernel_version)
+        .bind(3, k.tuning_key)
+        .bind(4, k.device_name)
+        .bind(5, k.device_cc)
+        .bind(6, k.toolkit)
+        .bind(7, k.timing_mode);
   }
   /// True while there is a row.
   bool step() {
@@ -67,8 +72,8 @@ class Statement {
     return sqlite3_column_int64(stmt_, col);
   }
   Key key(int first) const {
-    return {text(first), text(first + 1), text(first + 2), text(first + 3), text(first + 4), text(first + 5),
-            text(first + 6)};
+    return {text(first),     text(first + 1), text(first + 2), text(first + 3),
+            text(first + 4), text(first + 5), text(first + 6)};
   }
 
  private:
@@ -130,8 +135,7 @@ std::string this_host() {
 }
 
 std::int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -148,12 +152,18 @@ bool operator<(const Key& a, const Key& b) { return fields(a) < fields(b); }
 
 std::string_view to_string(Status status) {
   switch (status) {
-    case Status::kOk: return "ok";
-    case Status::kCompileFailed: return "compile_failed";
-    case Status::kLaunchFailed: return "launch_failed";
-    case Status::kWrongResult: return "wrong_result";
-    case Status::kTimeout: return "timeout";
-    case Status::kUnsupported: return "unsupported";
+    case Status::kOk:
+      return "ok";
+    case Status::kCompileFailed:
+      return "compile_failed";
+    case Status::kLaunchFailed:
+      return "launch_failed";
+    case Status::kWrongResult:
+      return "wrong_result";
+    case Status::kTimeout:
+      return "timeout";
+    case Status::kUnsupported:
+      return "unsupported";
   }
   return "unknown";
 }
@@ -282,7 +292,9 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
                       SQLITE_CANTOPEN);
   }
   if (!fs::exists(path_, ec)) {
-    db_.emplace(path_, static_cast<int>(busy_.timeout.count()));  // a new file: nothing to check, and a failure here is the real error
+    db_.emplace(
+        path_,
+        static_cast<int>(busy_.timeout.count()));  // a new file: nothing to check, and a failure here is the real error
     migrate();
     return;
   }
@@ -344,7 +356,10 @@ void ConfigCache::move_aside(const std::string& problem) {
   }
   std::error_code ec;
   fs::rename(path_, aside, ec);
-  if (ec) throw SqliteError("config cache " + path_.string() + " is unusable (" + problem + ") and cannot be moved aside: " + ec.message(), SQLITE_CANTOPEN);
+  if (ec)
+    throw SqliteError(
+        "config cache " + path_.string() + " is unusable (" + problem + ") and cannot be moved aside: " + ec.message(),
+        SQLITE_CANTOPEN);
   for (const char* suffix : {"-wal", "-shm", "-journal"}) {
     fs::path side = path_;
     side += suffix;
@@ -371,8 +386,8 @@ void ConfigCache::migrate() {
   db_->exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   if (version < 1) {
     db_->exec(std::string("CREATE TABLE best (") + kKeyColumns +
-              ", config TEXT NOT NULL, p50_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (" +
-              kKeyList + "))");
+              ", config TEXT NOT NULL, p50_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (" + kKeyList +
+              "))");
     version = 1;
   }
   if (version < 2) {
@@ -462,7 +477,8 @@ std::vector<Measurement> ConfigCache::measurements(const Key& key) {
 
 void ConfigCache::for_each_measurement(const Key& key, const std::function<void(const Measurement&)>& fn) {
   // Its own statement, not a prepared() one: `fn` may read the cache meanwhile.
-  Statement s(*db_, (std::string(kMeasurementColumns) + kKeyMatch + " ORDER BY status != 'ok', p50_ns, config").c_str());
+  Statement s(*db_,
+              (std::string(kMeasurementColumns) + kKeyMatch + " ORDER BY status != 'ok', p50_ns, config").c_str());
   s.bind_key(key);
   while (s.step()) fn(read_measurement(s));
 }
@@ -470,8 +486,9 @@ void ConfigCache::for_each_measurement(const Key& key, const std::function<void(
 void ConfigCache::for_each_key(const std::function<void(const Key&)>& fn) {
   // UNION removes the keys both tables hold; SQLite sorts through its page cache and temporary
   // files, not in memory as a whole.
-  Statement s(*db_, (std::string("SELECT ") + kKeyList + " FROM (SELECT " + kKeyList + " FROM measurements UNION SELECT " +
-                     kKeyList + " FROM best) ORDER BY op, tuning_key, " + kKeyList).c_str());
+  Statement s(*db_, (std::string("SELECT ") + kKeyList + " FROM (SELECT " + kKeyList +
+                     " FROM measurements UNION SELECT " + kKeyList + " FROM best) ORDER BY op, tuning_key, " + kKeyList)
+                        .c_str());
   while (s.step()) fn(s.key(0));
 }
 
@@ -479,8 +496,8 @@ void ConfigCache::for_each_key(const std::function<void(const Key&)>& fn) {
 // naming neither what was being done nor what to do about it.
 void ConfigCache::require_writable(const char* action) const {
   if (!read_only()) return;
-  throw SqliteError("config cache " + path_.string() + " is read-only (this user cannot write the file or its folder): " +
-                        "cannot " + action,
+  throw SqliteError("config cache " + path_.string() +
+                        " is read-only (this user cannot write the file or its folder): " + "cannot " + action,
                     SQLITE_READONLY);
 }
 
@@ -564,9 +581,16 @@ void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& res
     Statement& s = prepared(std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
                             ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host) VALUES "
                             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
-    s.bind_key(key).bind(8, m.config).bind(9, std::string(to_string(m.status))).bind(10, m.p20_ns)
-        .bind(11, m.p50_ns).bind(12, m.p80_ns).bind(13, m.error).bind(14, m.measured_at ? m.measured_at : now_s())
-        .bind(15, m.device_uuid).bind(16, m.host.empty() ? this_host() : m.host);
+    s.bind_key(key)
+        .bind(8, m.config)
+        .bind(9, std::string(to_string(m.status)))
+        .bind(10, m.p20_ns)
+        .bind(11, m.p50_ns)
+        .bind(12, m.p80_ns)
+        .bind(13, m.error)
+        .bind(14, m.measured_at ? m.measured_at : now_s())
+        .bind(15, m.device_uuid)
+        .bind(16, m.host.empty() ? this_host() : m.host);
     s.step();
   }
   if (best) {
@@ -607,16 +631,18 @@ int ConfigCache::erase(const Key& key) {
 }
 
 std::vector<std::pair<Key, Best>> ConfigCache::list() {
-  Statement s(*db_, (std::string("SELECT ") + kKeyList + ", config, p50_ns, updated_at FROM best ORDER BY op, tuning_key, " +
-                     kKeyList).c_str());
+  Statement s(*db_, (std::string("SELECT ") + kKeyList +
+                     ", config, p50_ns, updated_at FROM best ORDER BY op, tuning_key, " + kKeyList)
+                        .c_str());
   std::vector<std::pair<Key, Best>> out;
   while (s.step()) out.emplace_back(s.key(0), Best{s.text(7), s.int64(8), s.int64(9)});
   return out;
 }
 
 std::vector<Key> ConfigCache::measured_keys() {
-  Statement s(*db_, (std::string("SELECT DISTINCT ") + kKeyList + " FROM measurements ORDER BY op, tuning_key, " +
-                     kKeyList).c_str());
+  Statement s(
+      *db_,
+      (std::string("SELECT DISTINCT ") + kKeyList + " FROM measurements ORDER BY op, tuning_key, " + kKeyList).c_str());
   std::vector<Key> out;
   while (s.step()) out.push_back(s.key(0));
   return out;

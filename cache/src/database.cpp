@@ -30,7 +30,9 @@ std::string file_uri(const std::filesystem::path& path, const char* query) {
   return uri + "?" + query;
 }
 
-int probe_read(sqlite3* db) { return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr); }
+int probe_read(sqlite3* db) {
+  return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+}
 
 // The name to give sqlite3_open_v2 for `path`, read as a plain path whatever the library's
 // default: built with SQLITE_USE_URI (or configured with SQLITE_CONFIG_URI), SQLite takes a name
@@ -87,8 +89,9 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms, Acces
     // Another user's file: opened read-write, SQLite would still make a -shm (and an empty -wal)
     // beside it in a folder this user can write. immutable=1 reads the file alone; only while a
     // non-empty -wal holds transactions the file lacks is mode=ro (through the -shm) needed.
-    open_read_only(wal_pending ? std::vector<const char*>{"mode=ro"} : std::vector<const char*>{"immutable=1", "mode=ro"},
-                   busy_timeout_ms, wal_pending, "it cannot be written");
+    open_read_only(
+        wal_pending ? std::vector<const char*>{"mode=ro"} : std::vector<const char*>{"immutable=1", "mode=ro"},
+        busy_timeout_ms, wal_pending, "it cannot be written");
     return;
   }
   const int rc = sqlite3_open_v2(plain_name(path).c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -128,7 +131,8 @@ void Database::open_read_only(const std::vector<const char*>& queries, int busy_
   int rc_read = SQLITE_CANTOPEN;
   for (const char* query : queries) {
     sqlite3_close(std::exchange(db_, nullptr));
-    const int rc_open = sqlite3_open_v2(file_uri(path_, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    const int rc_open =
+        sqlite3_open_v2(file_uri(path_, query).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     // The timeout before the first read: a WAL reader may have to wait for a writer's recovery.
     if (rc_open == SQLITE_OK) sqlite3_busy_timeout(db_, busy_timeout_ms);
     rc_read = rc_open == SQLITE_OK ? probe_read(db_) : rc_open;
@@ -143,8 +147,7 @@ void Database::open_read_only(const std::vector<const char*>& queries, int busy_
 
 bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
-Database::Database(Database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+Database::Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
 
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {

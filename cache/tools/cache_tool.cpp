@@ -77,8 +77,8 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
                 << "; " << kUsage << "\n";
       return 2;
     }
-    const auto misplaced = std::find_if(args.begin() + 1, args.end(),
-                                        [](const std::string& a) { return a.rfind("--cache=", 0) == 0; });
+    const auto misplaced =
+        std::find_if(args.begin() + 1, args.end(), [](const std::string& a) { return a.rfind("--cache=", 0) == 0; });
     if (misplaced != args.end()) {
       std::string fixed = "tunebench-cache " + *misplaced;  // the command as it should read
       for (const auto& a : args) fixed += a.rfind("--cache=", 0) == 0 ? "" : " " + a;
@@ -141,15 +141,16 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
     for (const auto& k : keys) {
       const auto best = cache.best(k);
       std::cout << e(k.op) << " " << e(k.tuning_key) << " [" << e(device_text(k)) << ", " << e(k.toolkit) << ", "
-                << e(k.timing_mode) << ", kernel " << e(k.kernel_version) << "]\n  best: "
-                << (best ? e(best->config) : std::string("(none)")) << "\n";
+                << e(k.timing_mode) << ", kernel " << e(k.kernel_version)
+                << "]\n  best: " << (best ? e(best->config) : std::string("(none)")) << "\n";
       cache.for_each_measurement(k, [](const Measurement& m) {
         std::cout << "  " << to_string(m.status) << "  " << e(m.config) << "  p20/p50/p80 " << us_text(m.p20_ns) << "/"
-                  << us_text(m.p50_ns) << "/" << us_text(m.p80_ns) << " us" << (m.error.empty() ? "" : "  " + e(m.error))
-                  << "\n";
+                  << us_text(m.p50_ns) << "/" << us_text(m.p80_ns) << " us"
+                  << (m.error.empty() ? "" : "  " + e(m.error)) << "\n";
       });
     }
-    if (keys.empty()) std::cerr << "tunebench-cache: no entry for op '" << e(args[1]) << "' key '" << e(args[2]) << "'\n";
+    if (keys.empty())
+      std::cerr << "tunebench-cache: no entry for op '" << e(args[1]) << "' key '" << e(args[2]) << "'\n";
     return keys.empty() ? 1 : 0;
   }
   if (cmd == "evict") {

@@ -27,22 +27,31 @@ using json = nlohmann::json;
 std::string e(const std::string& text) { return escape_controls(text); }
 
 std::int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 json key_json(const Key& k) {
-  return {{"op", k.op}, {"kernel_version", k.kernel_version}, {"tuning_key", k.tuning_key},
-          {"device_name", k.device_name}, {"device_cc", k.device_cc}, {"toolkit", k.toolkit},
+  return {{"op", k.op},
+          {"kernel_version", k.kernel_version},
+          {"tuning_key", k.tuning_key},
+          {"device_name", k.device_name},
+          {"device_cc", k.device_cc},
+          {"toolkit", k.toolkit},
           {"timing_mode", k.timing_mode}};
 }
 
 json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json measurement_json(const Measurement& m) {
-  return {{"config", m.config}, {"status", std::string(to_string(m.status))}, {"p20_ns", opt(m.p20_ns)},
-          {"p50_ns", opt(m.p50_ns)}, {"p80_ns", opt(m.p80_ns)}, {"error", m.error},
-          {"measured_at", m.measured_at}, {"device_uuid", m.device_uuid}, {"host", m.host}};
+  return {{"config", m.config},
+          {"status", std::string(to_string(m.status))},
+          {"p20_ns", opt(m.p20_ns)},
+          {"p50_ns", opt(m.p50_ns)},
+          {"p80_ns", opt(m.p80_ns)},
+          {"error", m.error},
+          {"measured_at", m.measured_at},
+          {"device_uuid", m.device_uuid},
+          {"host", m.host}};
 }
 
 // JSON holds UTF-8 only: a row with other bytes (written into the cache by hand, say) cannot be
@@ -57,8 +66,12 @@ void require_utf8(const std::vector<std::pair<const char*, const std::string*>>&
 }
 
 std::vector<std::pair<const char*, const std::string*>> key_fields(const Key& k) {
-  return {{"op", &k.op}, {"kernel_version", &k.kernel_version}, {"tuning_key", &k.tuning_key},
-          {"device_name", &k.device_name}, {"device_cc", &k.device_cc}, {"toolkit", &k.toolkit},
+  return {{"op", &k.op},
+          {"kernel_version", &k.kernel_version},
+          {"tuning_key", &k.tuning_key},
+          {"device_name", &k.device_name},
+          {"device_cc", &k.device_cc},
+          {"toolkit", &k.toolkit},
           {"timing_mode", &k.timing_mode}};
 }
 
@@ -68,8 +81,8 @@ void write_export(ConfigCache& cache, std::ostream& out) {
   out << "{\n  \"tunebench_cache_schema\": " << ConfigCache::kSchemaVersion << ",\n  \"entries\": [";
   std::size_t index = 0;
   cache.for_each_key([&](const Key& k) {
-    const std::string row = "entries[" + std::to_string(index) + "] (op '" + e(k.op) + "', tuning key '" +
-                            e(k.tuning_key) + "')";
+    const std::string row =
+        "entries[" + std::to_string(index) + "] (op '" + e(k.op) + "', tuning key '" + e(k.tuning_key) + "')";
     require_utf8(key_fields(k), row);
     const auto best = cache.best(k);
     if (best) require_utf8({{"best.config", &best->config}}, row);
@@ -169,7 +182,7 @@ std::string text(const json& j, const std::string& name, bool nonempty = false) 
 }
 
 Key key_from(const json& j) {
-  return {text(j, "op", true),   text(j, "kernel_version"), text(j, "tuning_key", true), text(j, "device_name"),
+  return {text(j, "op", true),  text(j, "kernel_version"), text(j, "tuning_key", true), text(j, "device_name"),
           text(j, "device_cc"), text(j, "toolkit"),        text(j, "timing_mode")};
 }
 
@@ -188,8 +201,9 @@ std::optional<std::int64_t> optional_integer(const json& j, const std::string& n
 std::int64_t timestamp(const json& j, const std::string& name, std::int64_t now) {
   const std::int64_t t = integer(j, name);
   if (t < 1 || t > now + kClockSkewS) {
-    throw std::invalid_argument("\"" + name + "\": " + std::to_string(t) + " is not a time up to now (Unix seconds, 1 to " +
-                                std::to_string(now) + " on this machine's clock)");
+    throw std::invalid_argument("\"" + name + "\": " + std::to_string(t) +
+                                " is not a time up to now (Unix seconds, 1 to " + std::to_string(now) +
+                                " on this machine's clock)");
   }
   return t;
 }
@@ -210,11 +224,13 @@ class Import {
     for (const auto& name : check_.op_names()) ops_.insert(name);
     // The keys read so far, to refuse one listed twice: in SQLite's temporary storage (pages on
     // disk past its cache), not in a set that would grow with the file.
-    cache_.database().exec("CREATE TEMP TABLE IF NOT EXISTS import_keys (k BLOB PRIMARY KEY) WITHOUT ROWID; "
-                           "DELETE FROM temp.import_keys");
+    cache_.database().exec(
+        "CREATE TEMP TABLE IF NOT EXISTS import_keys (k BLOB PRIMARY KEY) WITHOUT ROWID; "
+        "DELETE FROM temp.import_keys");
     const int rc = sqlite3_prepare_v2(cache_.database().handle(), "INSERT INTO temp.import_keys VALUES (?1)", -1,
                                       &seen_insert_, nullptr);
-    if (rc != SQLITE_OK) throw SqliteError("preparing the import: " + describe_error(rc, cache_.database().handle()), rc);
+    if (rc != SQLITE_OK)
+      throw SqliteError("preparing the import: " + describe_error(rc, cache_.database().handle()), rc);
     tx_.emplace(cache_);  // the write lock for the whole import, so the merge reads what it replaces
   }
   ~Import() { sqlite3_finalize(seen_insert_); }
@@ -243,7 +259,8 @@ class Import {
         return true;
       case json::parse_event_t::value:
         if (d == 0) not_an_export();
-        if (d == 2 && in_entries()) throw std::invalid_argument(where() + ": expected an object, got " + e(parsed.dump()));
+        if (d == 2 && in_entries())
+          throw std::invalid_argument(where() + ": expected an object, got " + e(parsed.dump()));
         if (d == 1 && in_top("tunebench_cache_schema")) schema_ = parsed;
         return true;
       case json::parse_event_t::object_end:
@@ -272,7 +289,8 @@ class Import {
     if (!schema_.is_number_integer() || schema_.get<std::int64_t>() < 1 ||
         schema_.get<std::int64_t>() > ConfigCache::kSchemaVersion) {
       throw std::invalid_argument("\"tunebench_cache_schema\": expected an integer from 1 to " +
-                                  std::to_string(ConfigCache::kSchemaVersion) + " (a file written by tunebench-cache export)");
+                                  std::to_string(ConfigCache::kSchemaVersion) +
+                                  " (a file written by tunebench-cache export)");
     }
   }
 
@@ -289,7 +307,9 @@ class Import {
   [[noreturn]] static void not_an_export() {
     throw std::invalid_argument("not a tunebench-cache export (expected an object with an \"entries\" array)");
   }
-  bool in_top(const char* name) const { return kinds_.size() > 0 && kinds_[0] == '{' && names_.size() > 1 && names_[1] == name; }
+  bool in_top(const char* name) const {
+    return kinds_.size() > 0 && kinds_[0] == '{' && names_.size() > 1 && names_[1] == name;
+  }
   bool in_entries() const { return in_top("entries") && kinds_.size() > 1 && kinds_[1] == '['; }
   bool in_entry() const { return in_entries() && kinds_.size() > 2 && kinds_[2] == '{' && names_.size() > 3; }
 
@@ -330,9 +350,15 @@ class Import {
   }
 
   void measurement(const json& m) {
-    Measurement r{text(m, "config"), status_from_string(text(m, "status")), optional_integer(m, "p20_ns"),
-                  optional_integer(m, "p50_ns"), optional_integer(m, "p80_ns"), text(m, "error"),
-                  timestamp(m, "measured_at", now_), text(m, "device_uuid"), m.contains("host") ? text(m, "host") : ""};
+    Measurement r{text(m, "config"),
+                  status_from_string(text(m, "status")),
+                  optional_integer(m, "p20_ns"),
+                  optional_integer(m, "p50_ns"),
+                  optional_integer(m, "p80_ns"),
+                  text(m, "error"),
+                  timestamp(m, "measured_at", now_),
+                  text(m, "device_uuid"),
+                  m.contains("host") ? text(m, "host") : ""};
     const std::string what = "config '" + e(r.config) + "'";
     check_config(r.config);
     for (const auto& t : {r.p20_ns, r.p50_ns, r.p80_ns}) {
@@ -394,8 +420,8 @@ class Import {
 
   static std::string key_fields_text(const Key& k) {
     std::string out;
-    for (const auto* f : {&k.op, &k.kernel_version, &k.tuning_key, &k.device_name, &k.device_cc, &k.toolkit,
-                          &k.timing_mode}) {
+    for (const auto* f :
+         {&k.op, &k.kernel_version, &k.tuning_key, &k.device_name, &k.device_cc, &k.toolkit, &k.timing_mode}) {
       out += std::to_string(f->size()) + ":" + *f;
     }
     return out;
@@ -410,12 +436,12 @@ class Import {
   bool keep_unknown_;
   std::int64_t now_;
   std::set<std::string> ops_;
-  std::vector<char> kinds_;          // '{' or '[': the container opened at each depth
-  std::vector<std::string> names_;   // the member name at each depth, in objects
+  std::vector<char> kinds_;         // '{' or '[': the container opened at each depth
+  std::vector<std::string> names_;  // the member name at each depth, in objects
   json schema_;
   bool entries_seen_ = false;
   bool in_entry_ = false;
-  std::optional<Key> key_;           // the entry's key, once read
+  std::optional<Key> key_;  // the entry's key, once read
   bool known_op_ = true;
   sqlite3_stmt* seen_insert_ = nullptr;
   std::optional<ConfigCache::Transaction> tx_;
@@ -427,7 +453,8 @@ class Import {
 int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& check, bool keep_unknown_ops) {
   std::error_code ec;
   if (fs::is_directory(source, ec)) {
-    std::cerr << "tunebench-cache: import " << e(source.string()) << ": is a folder, expected a file written by export\n";
+    std::cerr << "tunebench-cache: import " << e(source.string())
+              << ": is a folder, expected a file written by export\n";
     return 2;
   }
   std::ifstream in(source, std::ios::binary);
@@ -439,13 +466,14 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
   const std::string name = "tunebench-cache: import " + e(source.string()) + ": ";
   try {
     // What is left of the document (its entries dropped as read) is not needed.
-    const json rest =
-        json::parse(in, [&](int depth, json::parse_event_t event, json& parsed) { return import.on(depth, event, parsed); });
+    const json rest = json::parse(
+        in, [&](int depth, json::parse_event_t event, json& parsed) { return import.on(depth, event, parsed); });
     (void)rest;
     import.finish();
     import.commit();  // everything at once; any error above rolled everything back
   } catch (const json::parse_error& ex) {
-    std::cerr << name << "not JSON at byte " << ex.byte << " (expected a file written by tunebench-cache export); nothing imported\n";
+    std::cerr << name << "not JSON at byte " << ex.byte
+              << " (expected a file written by tunebench-cache export); nothing imported\n";
     return 2;
   } catch (const std::invalid_argument& ex) {
     std::cerr << name << (import.in_entry_now() ? import.where() + ": " : std::string()) << ex.what()
@@ -454,7 +482,8 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
   } catch (const json::exception& ex) {
     std::string why = ex.what();  // "[json.exception.<kind>.<id>] ...": keep what follows
     if (const auto close = why.find("] "); close != std::string::npos) why = why.substr(close + 2);
-    std::cerr << name << import.where() << ": not a tunebench-cache export entry (" << e(why) << "); nothing imported\n";
+    std::cerr << name << import.where() << ": not a tunebench-cache export entry (" << e(why)
+              << "); nothing imported\n";
     return 2;
   }
   std::cout << "imported " << import.keys() << " keys";

@@ -55,8 +55,8 @@ class ScaleOp final : public tunebench::Op {
  public:
   ScaleOp()
       : jit_("gpu_my_scale", [](const tunebench::Config& config, const std::string& arch) {
-          tunebench::CompileRequest request{kScaleSource, "my_scale.cu",
-                                            {"-DBLOCK=" + std::to_string(config.get("BLOCK"))}, arch};
+          tunebench::CompileRequest request{
+              kScaleSource, "my_scale.cu", {"-DBLOCK=" + std::to_string(config.get("BLOCK"))}, arch};
           return tunebench::JitBuild{request, {tunebench::JitKernel{"my_scale"}}};
         }) {}
   std::string name() const override { return "gpu_my_scale"; }
@@ -87,7 +87,8 @@ class ScaleOp final : public tunebench::Op {
     void* args[] = {&x, &y, &work.n};
     const auto block = static_cast<unsigned>(config.get("BLOCK"));
     const auto grid = static_cast<unsigned>((work.n + block - 1) / block);
-    TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(grid), dim3(block), args, 0, stream));
+    TUNEBENCH_CUDA_CHECK(
+        cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(grid), dim3(block), args, 0, stream));
   }
   double flops(const tunebench::Shape& s) const override { return static_cast<double>(s.m * s.k); }
   double bytes(const tunebench::Shape& s) const override { return 8.0 * static_cast<double>(s.m * s.k); }
@@ -101,6 +102,4 @@ tunebench::OpList my_ops() { return {std::make_shared<SumOp>(), std::make_shared
 }  // namespace
 
 // The call form of the example in tunebench/main.hpp.
-int main(int argc, char** argv) {
-  return tunebench::run_benchmarks(argc, argv, my_ops(), SHAPES, "^gpu_", "^cpu_");
-}
+int main(int argc, char** argv) { return tunebench::run_benchmarks(argc, argv, my_ops(), SHAPES, "^gpu_", "^cpu_"); }

@@ -40,8 +40,7 @@ void cuda_check_nothrow(cudaError_t status, const char* call, const char* file, 
 /// Evaluates the CUDA runtime call `call` and throws CudaError (its text, file:line) if it fails.
 #define TUNEBENCH_CUDA_CHECK(call) ::tunebench::cuda_check((call), #call, __FILE__, __LINE__)
 /// The same, reporting on stderr instead of throwing (destructors and deleters).
-#define TUNEBENCH_CUDA_CHECK_NOTHROW(call) \
-  ::tunebench::cuda_check_nothrow((call), #call, __FILE__, __LINE__)
+#define TUNEBENCH_CUDA_CHECK_NOTHROW(call) ::tunebench::cuda_check_nothrow((call), #call, __FILE__, __LINE__)
 
 /// Deleter of a CUDA handle: calls `Destroy` (cudaStreamDestroy, cudaFree, ...) on it, reporting
 /// a failure on stderr through TUNEBENCH_CUDA_CHECK_NOTHROW; never throws, so owners can be
@@ -98,7 +97,9 @@ class DeviceBuffer {
   void* get() const { return p_.get(); }
   /// The device address as a `T*` (no alignment check).
   template <class T>
-  T* as() const { return static_cast<T*>(p_.get()); }
+  T* as() const {
+    return static_cast<T*>(p_.get());
+  }
   /// Size in bytes; 0 for an empty or moved-from buffer.
   std::size_t bytes() const { return p_ ? bytes_ : 0; }
   /// Copies `bytes` from host memory at offset 0 (synchronous). Throws std::out_of_range when
@@ -115,15 +116,15 @@ class DeviceBuffer {
 
 /// What a device can do, for can_implement and for the context of a run.
 struct DeviceInfo {
-  int ordinal = -1;                   ///< CUDA device ordinal, -1 for the reference description
-  std::string name;                   ///< e.g. "NVIDIA H200"
-  std::string uuid;                   ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
-  int cc_major = 0, cc_minor = 0;     ///< compute capability
-  int sm_count = 0;                   ///< streaming multiprocessors
+  int ordinal = -1;                ///< CUDA device ordinal, -1 for the reference description
+  std::string name;                ///< e.g. "NVIDIA H200"
+  std::string uuid;                ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
+  int cc_major = 0, cc_minor = 0;  ///< compute capability
+  int sm_count = 0;                ///< streaming multiprocessors
   int max_threads_per_block = 0;
-  int regs_per_block = 0;             ///< 32-bit registers per block
+  int regs_per_block = 0;                ///< 32-bit registers per block
   std::size_t smem_per_block_optin = 0;  ///< bytes of shared memory a block may opt in to
-  std::size_t l2_bytes = 0;           ///< L2 cache size in bytes
+  std::size_t l2_bytes = 0;              ///< L2 cache size in bytes
   /// "sm_90" style architecture name for NVRTC.
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };

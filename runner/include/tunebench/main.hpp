@@ -30,8 +30,7 @@ namespace tunebench {
 /// matched none, 2 on bad input (shape file, flag, environment), each failure with a one-line
 /// message on stderr; an exception (std::exception) that escapes a stage is such a message
 /// ("bench: <what>") with status 2.
-int run_benchmarks(int argc, char** argv, const OpList& ops,
-                   const std::filesystem::path& default_shapes,
+int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
                    const std::string& default_filter_gpu, const std::string& default_filter_cpu);
 
 }  // namespace tunebench

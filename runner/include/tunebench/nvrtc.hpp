@@ -82,12 +82,12 @@ class KernelCompiler {
 /// One kernel's resources as ptxas reports them when "-Xptxas=-v" is among the options (NVRTC
 /// then puts ptxas's info lines in the log of a successful compile).
 struct KernelResources {
-  std::string kernel;                 ///< the entry function's name
-  int registers = 0;                  ///< 32-bit registers a thread
-  long long spill_store_bytes = 0;    ///< bytes of register spill stores (local memory), a thread
-  long long spill_load_bytes = 0;     ///< bytes of register spill loads, a thread
-  long long stack_frame_bytes = 0;    ///< bytes of stack frame, a thread
-  long long static_smem_bytes = 0;    ///< bytes of static shared memory, a block
+  std::string kernel;               ///< the entry function's name
+  int registers = 0;                ///< 32-bit registers a thread
+  long long spill_store_bytes = 0;  ///< bytes of register spill stores (local memory), a thread
+  long long spill_load_bytes = 0;   ///< bytes of register spill loads, a thread
+  long long stack_frame_bytes = 0;  ///< bytes of stack frame, a thread
+  long long static_smem_bytes = 0;  ///< bytes of static shared memory, a block
 };
 
 /// The kernels of `log`, in the order ptxas compiled them: the "Compiling entry function",

@@ -22,8 +22,8 @@ enum class SpaceKind { kDefault, kExpanded };
 
 /// Result of Op::check: the op's output on its workload against a reference.
 struct CheckResult {
-  double rel_error = 0;  ///< ||out - ref||_2 / ||ref||_2 over all outputs (float64)
-  bool all_finite = true;  ///< false if any output is NaN or infinite (never a pass)
+  double rel_error = 0;     ///< ||out - ref||_2 / ||ref||_2 over all outputs (float64)
+  bool all_finite = true;   ///< false if any output is NaN or infinite (never a pass)
   std::size_t checked = 0;  ///< outputs compared
   /// True when finite and rel_error <= tolerance.
   bool passed(double tolerance) const { return all_finite && rel_error <= tolerance; }
@@ -94,8 +94,7 @@ class Op {
   /// False when `config` cannot run `shape` on `device` (a tile that does not divide the
   /// problem, more shared memory or registers than the device has); such configs are skipped,
   /// never compiled or launched. Host ops ignore `device`.
-  virtual bool can_implement(const Config& config, const Shape& shape,
-                             const DeviceInfo& device) const {
+  virtual bool can_implement(const Config& config, const Shape& shape, const DeviceInfo& device) const {
     (void)config;
     (void)shape;
     (void)device;

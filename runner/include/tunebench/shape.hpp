@@ -22,13 +22,13 @@ class ShapeError : public std::runtime_error {
 /// For a routed (MoE) op, M is the token count of the layer call; the tokens are routed top_k
 /// over `experts` experts, each expert's GEMM being [tokens_e, K] x [N, K]^T.
 struct Shape {
-  std::string set;   ///< name of the shape set it belongs to, e.g. "dsv4f_decode_ep"
-  std::string gemm;  ///< name of the GEMM within the set, e.g. "w13" or "w2"
-  std::int64_t m = 0;        ///< rows of X and Y (tokens), > 0
-  std::int64_t n = 0;        ///< rows of W, columns of Y, > 0
-  std::int64_t k = 0;        ///< reduction dimension, > 0 (an op may ask more: ShapeRules)
-  std::int64_t experts = 0;  ///< routed experts E, > 0; 0 when the set has no `moe:` block
-  std::int64_t top_k = 0;    ///< experts per token, 1 <= top_k <= experts; 0 without `moe:`
+  std::string set;                    ///< name of the shape set it belongs to, e.g. "dsv4f_decode_ep"
+  std::string gemm;                   ///< name of the GEMM within the set, e.g. "w13" or "w2"
+  std::int64_t m = 0;                 ///< rows of X and Y (tokens), > 0
+  std::int64_t n = 0;                 ///< rows of W, columns of Y, > 0
+  std::int64_t k = 0;                 ///< reduction dimension, > 0 (an op may ask more: ShapeRules)
+  std::int64_t experts = 0;           ///< routed experts E, > 0; 0 when the set has no `moe:` block
+  std::int64_t top_k = 0;             ///< experts per token, 1 <= top_k <= experts; 0 without `moe:`
   std::optional<std::int64_t> calls;  ///< calls of this shape in the source trace, when known
 };
 
@@ -44,8 +44,8 @@ struct GemmEntry {
 /// A shape set as read from one YAML file. Shapes are ordered as in the file: for each entry of
 /// `shapes`, one Shape per entry of `gemms`.
 struct ShapeSet {
-  std::string name;         ///< unique set name, [A-Za-z0-9_]+ (it appears in benchmark names)
-  std::string description;  ///< free text
+  std::string name;              ///< unique set name, [A-Za-z0-9_]+ (it appears in benchmark names)
+  std::string description;       ///< free text
   std::filesystem::path source;  ///< the file it was read from (empty for a set built in code)
   std::vector<Shape> shapes;
   /// The `gemms` entries in file order (index i is "gemms[i]"); may be empty for a set built

@@ -1,8 +1,8 @@
 #include "common/c_numbers.hpp"
 
+#include <locale.h>
 #include <clocale>
 #include <cstdio>
-#include <locale.h>
 #include <locale>
 
 namespace tunebench {

@@ -34,7 +34,8 @@ std::optional<std::string> read_regular_file(const std::filesystem::path& file) 
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw NotRegularFile(file.string() + ": cannot read (" + std::strerror(errno) + ")");
-  if (!S_ISREG(st.st_mode)) throw NotRegularFile(file.string() + ": " + kind_of(st.st_mode) + ", expected a regular file");
+  if (!S_ISREG(st.st_mode))
+    throw NotRegularFile(file.string() + ": " + kind_of(st.st_mode) + ", expected a regular file");
   std::string content;
   content.reserve(static_cast<std::size_t>(st.st_size));
   char buffer[1 << 16];

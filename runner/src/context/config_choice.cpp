@@ -66,8 +66,8 @@ bool store_outcome(const RunContext& context, const cache::Key& key, const std::
     return true;
   } catch (const cache::SqliteError& e) {
     if (!cache::is_busy(e.code())) throw;
-    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": " << results.size()
-              << " measurement(s)" << (best ? " and the best config '" + best->config + "'" : std::string())
+    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": " << results.size() << " measurement(s)"
+              << (best ? " and the best config '" + best->config + "'" : std::string())
               << " not stored, kept for this run only (" << e.what() << ")\n";
     return false;
   }
@@ -84,7 +84,9 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   std::string why;
   const std::optional<Config> config = runnable_config(family, best->config, context, &why);
   if (!config) {
-    if (unusable) *unusable = "cached config '" + escape_controls(best->config) + "' of " + family.name + " is not one this op can run";
+    if (unusable)
+      *unusable =
+          "cached config '" + escape_controls(best->config) + "' of " + family.name + " is not one this op can run";
     return std::nullopt;
   }
   if (context.tune.space == SpaceKind::kExpanded) {
@@ -105,8 +107,7 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 // sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
 // the op cannot run.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context, ChoiceLog& choices,
-                                              const RunTimer& time_run, const TuneOptions* options,
-                                              SweepStats* stats) {
+                                              const RunTimer& time_run, const TuneOptions* options, SweepStats* stats) {
   const Op& op = *family.op;
   if (!context.replay.empty() && !options) {
     if (auto fallback = choices.fallback_of(family.name)) return {std::move(*fallback), ConfigSource::kTuned};
@@ -165,7 +166,6 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   return {outcome.best, ConfigSource::kTuned};
 }
 
-
 // A replayed config that the op cannot run, or that no longer compiles or launches: evict it
 // from the cache, then tune the key live without reading the cache, so a failed eviction cannot
 // hand the bad config back.
@@ -194,13 +194,11 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
   return config;
 }
 
-
 TimingOptions timing_options(const RunContext& context) { return {context.timing_mode, context.cold_l2}; }
 
 TimingFaults timing_faults(const RunContext& context) {
   return {context.fault.sticky_config, context.fault.hang_config, context.fault.slowdown};
 }
-
 
 Config ensure_tuned(const Family& family, const RunContext& context, ChoiceLog& choices, const TuneOptions* options,
                     SweepStats* stats) {

@@ -25,8 +25,7 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
 /// left by a plain sweep does not answer an exhaustive one). Nothing without a cache. When the
 /// cached best is not a config this op can run, says so in `unusable` (if given). Throws
 /// cache::SqliteError when the cache cannot be read.
-std::optional<Config> cached_config(const Family& family, const RunContext& context,
-                                    std::string* unusable = nullptr);
+std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable = nullptr);
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.

@@ -72,8 +72,9 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
     throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.what());
   }
   if (!text) {
-    std::cerr << "bench: WARNING: REPLAY_FROM=" << dir.string()
-              << " has no manifest.json (a run dir of an older bench?): its status, device and timing mode are not checked\n";
+    std::cerr
+        << "bench: WARNING: REPLAY_FROM=" << dir.string()
+        << " has no manifest.json (a run dir of an older bench?): its status, device and timing mode are not checked\n";
     return;
   }
   nlohmann::json m;
@@ -81,7 +82,8 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
     m = nlohmann::json::parse(*text);
     if (!m.is_object()) throw std::runtime_error("not an object");
   } catch (const std::exception&) {
-    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": not the JSON bench writes as manifest.json");
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() +
+                      ": not the JSON bench writes as manifest.json");
   }
   const auto field = [&](const char* name) -> std::optional<std::string> {
     const auto it = m.find(name);
@@ -143,11 +145,13 @@ void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext
   std::error_code ec;
   const auto type = std::filesystem::status(dir, ec).type();
   if (type == std::filesystem::file_type::not_found) {
-    throw ReplayError("REPLAY_FROM=" + dir.string() + ": no such folder (expected the run directory of an earlier bench run)");
+    throw ReplayError("REPLAY_FROM=" + dir.string() +
+                      ": no such folder (expected the run directory of an earlier bench run)");
   }
   if (ec) throw ReplayError("REPLAY_FROM=" + dir.string() + ": cannot read (" + ec.message() + ")");
   if (type != std::filesystem::file_type::directory) {
-    throw ReplayError("REPLAY_FROM=" + dir.string() + ": not a folder (expected the run directory of an earlier bench run)");
+    throw ReplayError("REPLAY_FROM=" + dir.string() +
+                      ": not a folder (expected the run directory of an earlier bench run)");
   }
   auto recorded = RunRecord::read(dir);
   check_replay_manifest(dir, context);
@@ -156,9 +160,9 @@ void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext
     if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
     const std::string device = (*op)->needs_gpu() ? context.device.name : context.host_name;
     if (e.kernel_version != (*op)->kernel_version() || e.device != device) {
-      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.benchmark + " was recorded with " +
-                        e.kernel_version + " on " + e.device + ", this run has " + (*op)->kernel_version() +
-                        " on " + device + ": a replay must run the same kernels on the same device");
+      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.benchmark + " was recorded with " + e.kernel_version +
+                        " on " + e.device + ", this run has " + (*op)->kernel_version() + " on " + device +
+                        ": a replay must run the same kernels on the same device");
     }
     context.replay.emplace(e.benchmark, std::move(e));
   }

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "tunebench/device.hpp"
 #include "context/run_context.hpp"
+#include "tunebench/device.hpp"
 #include "tunebench/op.hpp"
 
 namespace tunebench {

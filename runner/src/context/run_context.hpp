@@ -30,9 +30,9 @@ struct RunContext {
   DeviceInfo device = sm90_reference_device();
   /// Where tuned configs are kept; null tunes every benchmark afresh and keeps nothing.
   std::shared_ptr<cache::ConfigCache> cache;
-  TuneOptions tune;            ///< how a key that is not cached gets tuned
-  std::string host_name;       ///< the CPU model, the "device" of host ops' cache keys
-  std::string cuda_toolkit;    ///< "cuda <major>.<minor>" of the runtime, for GPU ops' keys
+  TuneOptions tune;          ///< how a key that is not cached gets tuned
+  std::string host_name;     ///< the CPU model, the "device" of host ops' cache keys
+  std::string cuda_toolkit;  ///< "cuda <major>.<minor>" of the runtime, for GPU ops' keys
   /// How GPU ops are timed (TimingOptions::mode); kEvent is also the fallback when CUPTI cannot
   /// be used.
   TimingMode timing_mode = TimingMode::kKernel;

@@ -1,7 +1,7 @@
 #include "context/run_record.hpp"
 
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -34,9 +34,12 @@ fs::path claim_run_dir(const fs::path& root, std::time_t now) {
 
 const char* to_string(ConfigSource source) {
   switch (source) {
-    case ConfigSource::kCache: return "cache";
-    case ConfigSource::kTuned: return "tuned";
-    case ConfigSource::kReplayed: return "replayed";
+    case ConfigSource::kCache:
+      return "cache";
+    case ConfigSource::kTuned:
+      return "tuned";
+    case ConfigSource::kReplayed:
+      return "replayed";
   }
   return "unknown";
 }
@@ -62,8 +65,12 @@ std::vector<RecordedConfig> RunRecord::entries() const {
 void RunRecord::write(const fs::path& dir) const {
   json configs = json::array();
   for (const auto& e : entries()) {
-    configs.push_back({{"benchmark", e.benchmark}, {"op", e.op}, {"kernel_version", e.kernel_version},
-                       {"tuning_key", e.tuning_key}, {"device", e.device}, {"config", e.config},
+    configs.push_back({{"benchmark", e.benchmark},
+                       {"op", e.op},
+                       {"kernel_version", e.kernel_version},
+                       {"tuning_key", e.tuning_key},
+                       {"device", e.device},
+                       {"config", e.config},
                        {"source", to_string(e.source)}});
   }
   const json doc = {{"tunebench_run_record", 1}, {"configs", configs}};
@@ -95,7 +102,8 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
   try {
     const json doc = json::parse(*text);
     if (doc.at("tunebench_run_record").get<int>() != 1) {
-      throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() + ", expected 1");
+      throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() +
+                        ", expected 1");
     }
     for (const auto& c : doc.at("configs")) {
       const std::string name = c.at("benchmark").get<std::string>();

@@ -27,12 +27,12 @@ std::optional<ConfigSource> parse_config_source(const std::string& name);
 
 /// One benchmark's config in a run.
 struct RecordedConfig {
-  std::string benchmark;       ///< family name
+  std::string benchmark;  ///< family name
   std::string op;
   std::string kernel_version;
   std::string tuning_key;
-  std::string device;          ///< device name ("host" side: the CPU model)
-  std::string config;          ///< Config::str()
+  std::string device;                          ///< device name ("host" side: the CPU model)
+  std::string config;                          ///< Config::str()
   ConfigSource source = ConfigSource::kCache;  ///< written as "cache", "tuned" or "replayed"
 };
 

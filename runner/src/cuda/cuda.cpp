@@ -26,8 +26,8 @@ bool is_sticky(cudaError_t e) {
 }
 
 std::string describe(cudaError_t status, const char* call, const char* file, int line) {
-  return std::string(call) + " at " + file + ":" + std::to_string(line) + ": " +
-         cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
+  return std::string(call) + " at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(status) + ": " +
+         cudaGetErrorString(status);
 }
 
 }  // namespace
@@ -79,8 +79,8 @@ DeviceInfo query_device(int ordinal) {
   d.name = p.name;
   char uuid[64];
   const auto* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
-  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
   d.uuid = uuid;
   d.cc_major = p.major;
   d.cc_minor = p.minor;

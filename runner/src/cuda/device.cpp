@@ -13,8 +13,7 @@ GpuProbe probe_gpus() {
     // Without a driver the runtime says "driver version is insufficient", which misleads.
     if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
       dlclose(driver);
-      probe.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + ": " +
-                     cudaGetErrorString(err);
+      probe.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
     } else {
       probe.reason = "no NVIDIA driver (libcuda.so.1 cannot be loaded)";
     }

@@ -16,10 +16,10 @@ constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr int kNvmlClockSm = 1;  // NVML_CLOCK_SM
 
 struct Nvml {
-  nvmlReturn_t (*init)() = nullptr;                                    // nvmlInit_v2
-  nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;        // nvmlDeviceGetHandleByPciBusId_v2
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;       // nvmlDeviceGetClockInfo
-  const char* (*error_string)(nvmlReturn_t) = nullptr;                 // nvmlErrorString
+  nvmlReturn_t (*init)() = nullptr;                               // nvmlInit_v2
+  nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;   // nvmlDeviceGetHandleByPciBusId_v2
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;  // nvmlDeviceGetClockInfo
+  const char* (*error_string)(nvmlReturn_t) = nullptr;            // nvmlErrorString
   std::string failure;
 };
 

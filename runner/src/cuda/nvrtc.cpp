@@ -41,8 +41,8 @@ void nvrtc_check(nvrtcResult r, const char* call) {
 // hashes and its length, so the text stays short while a collision stays implausible.
 std::string key_text(const CompileRequest& r) {
   std::string k = "tunebench-kernel-v1\nsource " + hex(fnv1a(r.source)) + " " +
-                  hex(fnv1a(r.source, 0x84222325cbf29ce4ull)) + " " + std::to_string(r.source.size()) +
-                  "\narch " + r.arch + "\nnvrtc " + nvrtc_version() + "\n";
+                  hex(fnv1a(r.source, 0x84222325cbf29ce4ull)) + " " + std::to_string(r.source.size()) + "\narch " +
+                  r.arch + "\nnvrtc " + nvrtc_version() + "\n";
   for (const auto& o : r.options) k += "option " + o + "\n";
   return k;
 }
@@ -202,7 +202,8 @@ std::vector<KernelResources> parse_ptxas_info(const std::string& log) {
       k.stack_frame_bytes = std::max(0LL, number_before(line, "bytes stack frame"));
       k.spill_store_bytes = std::max(0LL, number_before(line, "bytes spill stores"));
       k.spill_load_bytes = std::max(0LL, number_before(line, "bytes spill loads"));
-    } else if (const long long regs = number_before(line, "registers"); regs >= 0 && line.find("Used ") != std::string::npos) {
+    } else if (const long long regs = number_before(line, "registers");
+               regs >= 0 && line.find("Used ") != std::string::npos) {
       k.registers = static_cast<int>(regs);
       k.static_smem_bytes = std::max(0LL, number_before(line, "bytes smem"));
     }

@@ -8,9 +8,8 @@ namespace tunebench {
 namespace {
 
 void check_name(const std::string& name, const std::vector<Config::Param>& before) {
-  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_';
-  });
+  const bool ok = !name.empty() &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
   if (!ok) throw ConfigError("config parameter name '" + name + "': expected [A-Za-z0-9_]+");
   for (const auto& p : before) {
     if (p.first == name) throw ConfigError("config parameter '" + name + "' given twice");
@@ -66,8 +65,8 @@ Config Config::parse(std::string_view text) {
       ok = ptr == last && ec == std::errc();
     }
     if (!ok) {
-      throw ConfigError("config '" + std::string(text) +
-                        "': expected NAME=INTEGER[,NAME=INTEGER...], got '" + std::string(item) + "'");
+      throw ConfigError("config '" + std::string(text) + "': expected NAME=INTEGER[,NAME=INTEGER...], got '" +
+                        std::string(item) + "'");
     }
     const std::string name(item.substr(0, eq));
     check_name(name, params);

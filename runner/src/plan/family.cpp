@@ -2,19 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
-#include <optional>
 #include <cmath>
 #include <exception>
+#include <iostream>
+#include <optional>
 #include <set>
 #include <stdexcept>
-
 
 namespace tunebench {
 
 std::string family_name(const Op& op, const Shape& shape) {
-  std::string name = op.name() + "/" + shape.set + "/M:" + std::to_string(shape.m) +
-                     "/N:" + std::to_string(shape.n) + "/K:" + std::to_string(shape.k);
+  std::string name = op.name() + "/" + shape.set + "/M:" + std::to_string(shape.m) + "/N:" + std::to_string(shape.n) +
+                     "/K:" + std::to_string(shape.k);
   if (op.routed()) {
     name += "/E:" + std::to_string(shape.experts) + "/topk:" + std::to_string(shape.top_k);
   }

@@ -33,5 +33,4 @@ std::string reported_name(const Family& family);
 /// (two ops of one name, say).
 std::vector<Family> make_families(const OpList& ops, const std::vector<ShapeSet>& sets);
 
-
 }  // namespace tunebench

@@ -8,9 +8,8 @@ Config Op::default_config(const Shape& shape, const DeviceInfo& device) const {
   for (auto& config : config_space(SpaceKind::kDefault)) {
     if (can_implement(config, shape, device)) return config;
   }
-  throw std::runtime_error(name() + ": no config of the default space can run M=" +
-                           std::to_string(shape.m) + " N=" + std::to_string(shape.n) +
-                           " K=" + std::to_string(shape.k));
+  throw std::runtime_error(name() + ": no config of the default space can run M=" + std::to_string(shape.m) +
+                           " N=" + std::to_string(shape.n) + " K=" + std::to_string(shape.k));
 }
 
 }  // namespace tunebench

@@ -22,7 +22,8 @@ std::string default_filter(const std::vector<Family>& families, bool on_gpu, con
 }
 
 bool selects_any(const std::vector<Family>& families, const BenchmarkFilter& filter) {
-  return std::any_of(families.begin(), families.end(), [&](const Family& f) { return filter.selects(reported_name(f)); });
+  return std::any_of(families.begin(), families.end(),
+                     [&](const Family& f) { return filter.selects(reported_name(f)); });
 }
 
 std::size_t selected_gpu_families(const std::vector<Family>& families, const BenchmarkFilter& filter) {

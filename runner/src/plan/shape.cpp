@@ -43,8 +43,8 @@ class Where {
     // An empty value ("name:" at the end of a line) is marked where the next token starts, often
     // the next line: its key's line is the one to name.
     const int line = node.IsDefined() && node.IsNull() && key_line_ >= 0 ? key_line_
-                     : node.IsDefined()                                   ? node.Mark().line
-                                                                          : -1;
+                     : node.IsDefined()                                  ? node.Mark().line
+                                                                         : -1;
     if (line >= 0) where += " (line " + std::to_string(line + 1) + ")";
     throw ShapeError(where + ": " + reason);
   }
@@ -52,17 +52,22 @@ class Where {
  private:
   const fs::path& file_;
   std::string entry_;
-  YAML::Node node_;   // the value this entry names, for its children's lines
-  int key_line_;      // 0-based line of the key naming this entry, -1 if none
+  YAML::Node node_;  // the value this entry names, for its children's lines
+  int key_line_;     // 0-based line of the key naming this entry, -1 if none
 };
 
 const char* type_name(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    default: return "nothing";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    default:
+      return "nothing";
   }
 }
 
@@ -106,8 +111,8 @@ std::int64_t read_positive(const YAML::Node& node, const Where& at, std::int64_t
                                    [](unsigned char c) { return std::isdigit(c); }) &&
                        !(text.size() - digits_from > 1 && text[digits_from] == '0');
   if (quoted || !decimal) {
-    at.fail(node, "expected a positive decimal integer, got " + std::string(quoted ? "the string " : "") + "'" +
-                      text + "'");
+    at.fail(node,
+            "expected a positive decimal integer, got " + std::string(quoted ? "the string " : "") + "'" + text + "'");
   }
   // Out of range before stoll can overflow: every bound is far below 18 digits.
   if (digits_from == 0 && text.size() > 18) at.fail(node, "must be <= " + std::to_string(max) + ", got " + text);
@@ -122,9 +127,7 @@ std::int64_t read_positive(const YAML::Node& node, const Where& at, std::int64_t
 constexpr std::int64_t kMaxM = 1 << 24, kMaxNK = 1 << 20, kMaxExperts = 1 << 16;
 
 bool is_identifier(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_';
-  });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 // The file's one YAML document (null when empty).
@@ -175,8 +178,8 @@ std::pair<std::int64_t, std::int64_t> read_moe(const YAML::Node& root, const Whe
   const auto experts = read_positive(root["moe"]["experts"], moe_at.child("experts"), kMaxExperts);
   const auto top_k = read_positive(root["moe"]["top_k"], moe_at.child("top_k"), kMaxExperts);
   if (top_k > experts) {
-    moe_at.child("top_k").fail(root["moe"]["top_k"], "top_k " + std::to_string(top_k) + " exceeds experts " +
-                                                         std::to_string(experts));
+    moe_at.child("top_k").fail(root["moe"]["top_k"],
+                               "top_k " + std::to_string(top_k) + " exceeds experts " + std::to_string(experts));
   }
   return {experts, top_k};
 }
@@ -215,12 +218,12 @@ void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_
   const YAML::Node shapes_node = read_list(root["shapes"], shapes_at);
   const auto count = static_cast<std::int64_t>(shapes_node.size() * set.gemms.size());
   if (earlier + count > kMaxShapes) {
-    shapes_at.fail(shapes_node, std::to_string(shapes_node.size()) + " entries x " + std::to_string(set.gemms.size()) +
-                                    " gemms = " + std::to_string(count) + " shapes" +
-                                    (earlier > 0 ? " (" + std::to_string(earlier + count) + " with the files before it)"
-                                                 : std::string()) +
-                                    ", more than a run takes (" + std::to_string(kMaxShapes) +
-                                    "): keep the trace's most called shapes");
+    shapes_at.fail(
+        shapes_node,
+        std::to_string(shapes_node.size()) + " entries x " + std::to_string(set.gemms.size()) +
+            " gemms = " + std::to_string(count) + " shapes" +
+            (earlier > 0 ? " (" + std::to_string(earlier + count) + " with the files before it)" : std::string()) +
+            ", more than a run takes (" + std::to_string(kMaxShapes) + "): keep the trace's most called shapes");
   }
   set.shapes.reserve(static_cast<std::size_t>(count));
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
@@ -264,9 +267,8 @@ ShapeSet load_shape_file(const fs::path& file, std::int64_t earlier) {
 ShapeSet load_shape_file(const fs::path& file) { return load_shape_file(file, 0); }
 
 bool has_moe(const ShapeSet& set) {
-  return !set.shapes.empty() && std::all_of(set.shapes.begin(), set.shapes.end(), [](const Shape& s) {
-    return s.experts > 0 && s.top_k > 0;
-  });
+  return !set.shapes.empty() &&
+         std::all_of(set.shapes.begin(), set.shapes.end(), [](const Shape& s) { return s.experts > 0 && s.top_k > 0; });
 }
 
 bool check_shape_rules(const ShapeSet& set, const ShapeRules& rules) {
@@ -279,14 +281,14 @@ bool check_shape_rules(const ShapeSet& set, const ShapeRules& rules) {
     // The rule is checked after loading, so the error is put together here in the loader's own
     // "file: entry (line N): reason" form from what the set kept of its file.
     std::string where;
-    const auto entry = std::find_if(set.gemms.begin(), set.gemms.end(),
-                                    [&](const GemmEntry& g) { return g.name == shape.gemm; });
+    const auto entry =
+        std::find_if(set.gemms.begin(), set.gemms.end(), [&](const GemmEntry& g) { return g.name == shape.gemm; });
     if (!set.source.empty() && entry != set.gemms.end()) {
       where = set.source.string() + ": gemms[" + std::to_string(entry - set.gemms.begin()) + "].k";
       if (entry->k_line > 0) where += " (line " + std::to_string(entry->k_line) + ")";
     } else {
-      where = (set.source.empty() ? "shape set '" + set.name + "'" : set.source.string()) + ": gemm '" +
-              shape.gemm + "'";
+      where =
+          (set.source.empty() ? "shape set '" + set.name + "'" : set.source.string()) + ": gemm '" + shape.gemm + "'";
     }
     std::string reason = "K=" + std::to_string(shape.k) + " is not a multiple of " + std::to_string(rules.k_multiple);
     if (!rules.k_reason.empty()) reason += " (" + rules.k_reason + ")";
@@ -324,8 +326,7 @@ std::vector<ShapeSet> load_shape_path(const fs::path& path) {
     auto set = load_shape_file(f, shapes);
     shapes += static_cast<std::int64_t>(set.shapes.size());
     if (auto [it, fresh] = names.emplace(set.name, f); !fresh) {
-      throw ShapeError(f.string() + ": name: set '" + set.name + "' is already declared by " +
-                       it->second.string());
+      throw ShapeError(f.string() + ": name: set '" + set.name + "' is already declared by " + it->second.string());
     }
     sets.push_back(std::move(set));
   }

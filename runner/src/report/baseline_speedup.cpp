@@ -34,7 +34,8 @@ int add_baseline_speedups(nlohmann::json& doc, const std::vector<Family>& famili
   for (const auto& e : doc["benchmarks"]) {
     const Family* f = family_of(e);
     if (!f || e.value("error_occurred", false)) continue;
-    const bool median = e.value("run_type", std::string()) == "aggregate" && e.value("aggregate_name", std::string()) == "median";
+    const bool median =
+        e.value("run_type", std::string()) == "aggregate" && e.value("aggregate_name", std::string()) == "median";
     const bool iteration = e.value("run_type", std::string()) == "iteration";
     if (median || (iteration && !time_of.count(f))) time_of[f] = seconds_of(e);
   }

@@ -15,10 +15,14 @@ using Run = benchmark::BenchmarkReporter::Run;
 // Bencher's built-in latency measure is in nanoseconds, whatever unit the op reports in.
 double nanoseconds_per(benchmark::TimeUnit unit) {
   switch (unit) {
-    case benchmark::kNanosecond: return 1;
-    case benchmark::kMicrosecond: return 1e3;
-    case benchmark::kMillisecond: return 1e6;
-    case benchmark::kSecond: return 1e9;
+    case benchmark::kNanosecond:
+      return 1;
+    case benchmark::kMicrosecond:
+      return 1e3;
+    case benchmark::kMillisecond:
+      return 1e6;
+    case benchmark::kSecond:
+      return 1e9;
   }
   return 0;
 }

@@ -7,8 +7,8 @@ namespace tunebench {
 void JsonWithoutCvReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
   std::vector<benchmark::BenchmarkReporter::Run> kept;
   for (const auto& run : runs) {
-    const bool ratio = run.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate &&
-                       run.aggregate_unit == benchmark::kPercentage;
+    const bool ratio =
+        run.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate && run.aggregate_unit == benchmark::kPercentage;
     if (!ratio) kept.push_back(run);
   }
   // JSONReporter writes the separator before a batch: an empty one would leave a stray comma.

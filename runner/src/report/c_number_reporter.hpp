@@ -64,7 +64,6 @@ class JsonWithoutCvReporter : public CNumbersReporter<benchmark::JSONReporter> {
 /// JsonWithoutCvReporter); console with `console_options`; `observer`, when set, sees every batch
 /// of runs.
 std::unique_ptr<benchmark::BenchmarkReporter> make_c_numbers_reporter(
-    const std::string& format, benchmark::ConsoleReporter::OutputOptions console_options,
-    RunObserver observer = {});
+    const std::string& format, benchmark::ConsoleReporter::OutputOptions console_options, RunObserver observer = {});
 
 }  // namespace tunebench

@@ -10,7 +10,8 @@ const std::vector<CounterSpec>& rate_counters() {
        [](const LoopFigures& f) -> std::optional<double> { return f.flops * f.iterations / f.seconds / 1e12; }},
       {"GB/s", "%.4g",
        [](const LoopFigures& f) -> std::optional<double> { return f.bytes * f.iterations / f.seconds / 1e9; }},
-      {"roofline%", "%.1f", [](const LoopFigures& f) -> std::optional<double> {
+      {"roofline%", "%.1f",
+       [](const LoopFigures& f) -> std::optional<double> {
          if (!f.gpu || !(f.peak_bytes_per_s > 0) || !(f.peak_flops > 0)) return std::nullopt;
          const double floor_s = std::max(f.flops / f.peak_flops, f.bytes / f.peak_bytes_per_s);
          return 100.0 * floor_s * f.iterations / f.seconds;

@@ -12,12 +12,12 @@ namespace tunebench {
 
 /// What one timing loop measured, and what its counters are computed from.
 struct LoopFigures {
-  double flops = 0;             ///< Op::flops of the shape, per run
-  double bytes = 0;             ///< Op::bytes of the shape, per run
-  double iterations = 0;        ///< runs timed
-  double seconds = 0;           ///< their summed (manual) time, > 0
-  bool gpu = false;             ///< a GPU op
-  double peak_flops = 0;        ///< roofline peaks of the device (0: unknown)
+  double flops = 0;       ///< Op::flops of the shape, per run
+  double bytes = 0;       ///< Op::bytes of the shape, per run
+  double iterations = 0;  ///< runs timed
+  double seconds = 0;     ///< their summed (manual) time, > 0
+  bool gpu = false;       ///< a GPU op
+  double peak_flops = 0;  ///< roofline peaks of the device (0: unknown)
   double peak_bytes_per_s = 0;
 };
 

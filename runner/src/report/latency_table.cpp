@@ -13,20 +13,28 @@ namespace {
 
 double unit_seconds(benchmark::TimeUnit u) {
   switch (u) {
-    case benchmark::kNanosecond: return 1e-9;
-    case benchmark::kMicrosecond: return 1e-6;
-    case benchmark::kMillisecond: return 1e-3;
-    case benchmark::kSecond: return 1;
+    case benchmark::kNanosecond:
+      return 1e-9;
+    case benchmark::kMicrosecond:
+      return 1e-6;
+    case benchmark::kMillisecond:
+      return 1e-3;
+    case benchmark::kSecond:
+      return 1;
   }
   return 1;
 }
 
 const char* unit_name(benchmark::TimeUnit u) {
   switch (u) {
-    case benchmark::kNanosecond: return "ns";
-    case benchmark::kMicrosecond: return "us";
-    case benchmark::kMillisecond: return "ms";
-    case benchmark::kSecond: return "s";
+    case benchmark::kNanosecond:
+      return "ns";
+    case benchmark::kMicrosecond:
+      return "us";
+    case benchmark::kMillisecond:
+      return "ms";
+    case benchmark::kSecond:
+      return "s";
   }
   return "?";
 }
@@ -96,8 +104,8 @@ const LatencyTableReporter::Row* LatencyTableReporter::baseline_of(const Row& ro
   const Shape& s = row.family->shape;
   for (const auto& [name, other] : rows_) {
     const Shape& o = other.family->shape;
-    if (other.family->op->name() == base && other.status == "ok" && o.set == s.set && o.gemm == s.gemm &&
-        o.m == s.m && o.n == s.n && o.k == s.k) {
+    if (other.family->op->name() == base && other.status == "ok" && o.set == s.set && o.gemm == s.gemm && o.m == s.m &&
+        o.n == s.n && o.k == s.k) {
       return &other;
     }
   }

@@ -27,8 +27,7 @@ class LatencyTableReporter : public benchmark::ConsoleReporter {
  public:
   /// `families`: every registered family (rows are matched by reported name); `markdown_dir`:
   /// where latency.md goes ("" for nowhere); `options`: ConsoleReporter's (color, tabular).
-  LatencyTableReporter(const std::vector<Family>& families, std::filesystem::path markdown_dir,
-                       OutputOptions options);
+  LatencyTableReporter(const std::vector<Family>& families, std::filesystem::path markdown_dir, OutputOptions options);
   void ReportRuns(const std::vector<Run>& reports) override;
   void Finalize() override;
 
@@ -40,7 +39,7 @@ class LatencyTableReporter : public benchmark::ConsoleReporter {
     const Family* family = nullptr;
     std::string config, status = "ok", unit;
     double p50 = 0, cv = -1;
-    double unit_s = 1;                  // seconds per `unit`
+    double unit_s = 1;                      // seconds per `unit`
     double clock_start = 0, clock_end = 0;  // MHz, the repetition whose clock fell most
     bool throttled() const { return clock_start > 0 && clock_end < 0.95 * clock_start; }
     std::map<std::string, double> counters;  // rate_counters() by name

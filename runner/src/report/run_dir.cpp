@@ -103,8 +103,8 @@ void RunDir::write_manifest(const RunContext& context, const RunRecord& record, 
   write_file_atomically(dir_ / "manifest.json", manifest.dump(2) + "\n");
 }
 
-void RunDir::finish(const RunContext& context, const RunRecord& record, const ChoiceLog& choices,
-                    const Invocation& inv, const std::string& results, const BencherFile& dashboard) const {
+void RunDir::finish(const RunContext& context, const RunRecord& record, const ChoiceLog& choices, const Invocation& inv,
+                    const std::string& results, const BencherFile& dashboard) const {
   record.write(dir_);
   dashboard.write(dir_);
   write_manifest(context, record, choices, inv, results, true);

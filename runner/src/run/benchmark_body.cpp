@@ -6,10 +6,10 @@
 #include <mutex>
 
 #include "common/c_numbers.hpp"
+#include "context/config_choice.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "report/counters.hpp"
 #include "timing/op_timing.hpp"
-#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -19,7 +19,6 @@ SmClock sm_clock(const RunContext& context) {
   if (!context.gpu_available || context.device.ordinal < 0) return {};
   return read_sm_clock(context.device.ordinal);
 }
-
 
 // The config `family` is timed with and where it came from: chosen (replayed, cached or tuned
 // now), and a replayed config that cannot run, or fails its warm-up run, replaced by a live-tuned

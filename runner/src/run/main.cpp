@@ -13,6 +13,7 @@
 
 #include "common/c_numbers.hpp"
 #include "common/one_line.hpp"
+#include "context/context_setup.hpp"
 #include "plan/selection.hpp"
 #include "report/baseline_speedup.hpp"
 #include "report/bencher_file.hpp"
@@ -21,7 +22,6 @@
 #include "report/latency_table.hpp"
 #include "report/run_dir.hpp"
 #include "run/benchmark_body.hpp"
-#include "context/context_setup.hpp"
 #include "settings/invocation.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
@@ -45,14 +45,15 @@ BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>&
     const std::string filter = default_filter(families, gpu.available() && any_gpu_op, d.gpu_filter, d.cpu_filter);
     benchmark::SetBenchmarkFilter(filter);
     if (!gpu.available()) {
-      notice += "bench: no CUDA device (" + gpu.reason + "): GPU families skipped, running --benchmark_filter=" +
-                filter + "\n";
+      notice += "bench: no CUDA device (" + gpu.reason +
+                "): GPU families skipped, running --benchmark_filter=" + filter + "\n";
     }
   }
   const BenchmarkFilter selected(benchmark::GetBenchmarkFilter());
   if (const auto n = selected_gpu_families(families, selected); n > 0 && !gpu.available() && !inv.listing()) {
-    notice += "bench: no CUDA device (" + gpu.reason + "): " + std::to_string(n) +
-              " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
+    notice +=
+        "bench: no CUDA device (" + gpu.reason + "): " + std::to_string(n) +
+        " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
   }
   return selected;
 }
@@ -152,10 +153,10 @@ int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopS
 }
 
 int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
-  use_c_numbers();  // flags are read the "C" way, whatever locale the process was given
+  use_c_numbers();                       // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
   const MpiSession* mpi = MpiSession::start(inv.launch_settings());  // before any CUDA call: it picks the GPU
-  const bool leader = !mpi || mpi->rank() == 0;  // the other ranks only sweep, and write nothing
+  const bool leader = !mpi || mpi->rank() == 0;                      // the other ranks only sweep, and write nothing
   if (!leader && inv.listing()) return 0;
   const Settings& s = inv.settings();
   const RunDir dir(inv.makes_run_dir() && leader, s.runs);

@@ -1,8 +1,8 @@
 #include "settings/invocation.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
@@ -13,8 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 bool matches_flag(std::string_view arg, std::string_view flag) {
-  return arg == flag ||
-         (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=');
+  return arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=');
 }
 
 }  // namespace
@@ -53,9 +52,9 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   filter_given_ = has_flag("--benchmark_filter");
   listing_ = has_flag("--benchmark_list_tests");
   help_ = has_flag("--help");  // Google Benchmark prints its usage and exits inside Initialize
-  console_ = !has_flag("--benchmark_format") ||
-             std::any_of(args_.begin(), args_.end(),
-                         [](const char* a) { return std::string_view(a) == "--benchmark_format=console"; });
+  console_ = !has_flag("--benchmark_format") || std::any_of(args_.begin(), args_.end(), [](const char* a) {
+    return std::string_view(a) == "--benchmark_format=console";
+  });
   tabular_ = has_flag("--benchmark_counters_tabular");
   args_.push_back(nullptr);
   argc_ = static_cast<int>(args_.size()) - 1;
@@ -78,7 +77,8 @@ void Invocation::check_repetitions() const {
     const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
     const long n = digits ? std::stol(v) : 0;
     if (!digits || n < 1 || n > 100000) {
-      throw std::invalid_argument("--benchmark_repetitions='" + v + "': expected a whole number of repetitions, 1 to 100000");
+      throw std::invalid_argument("--benchmark_repetitions='" + v +
+                                  "': expected a whole number of repetitions, 1 to 100000");
     }
   }
 }
@@ -109,8 +109,7 @@ void Invocation::check_time_unit() const {
 }
 
 bool Invocation::has_flag(const std::string& flag) const {
-  return std::any_of(args_.begin() + 1, args_.end(),
-                     [&](const char* a) { return a && matches_flag(a, flag); });
+  return std::any_of(args_.begin() + 1, args_.end(), [&](const char* a) { return a && matches_flag(a, flag); });
 }
 
 bool Invocation::colour(bool automatic) const {
@@ -123,7 +122,8 @@ bool Invocation::colour(bool automatic) const {
     const std::string_view a = arg;
     value = a.size() > flag.size() + 1 ? std::string(a.substr(flag.size() + 1)) : "true";
   }
-  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char x) { return static_cast<char>(std::tolower(x)); });
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char x) { return static_cast<char>(std::tolower(x)); });
   if (value.empty() || value == "auto") return automatic;
   return !(value[0] == '0' || value[0] == 'f' || value[0] == 'n' || value == "off");
 }

@@ -54,7 +54,8 @@ int parse_warmup_gpus(const string& s, const string& what) {
                       !(s.size() > 1 && s[0] == '0');
   const long n = digits ? std::stol(s) : 0;
   if (!digits || n < 1) {
-    throw invalid_argument(what + "='" + s + "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
+    throw invalid_argument(what + "='" + s +
+                           "': expected the number of GPUs to shard the autotune sweep over, 1 to 9999");
   }
   return static_cast<int>(n);
 }
@@ -101,9 +102,10 @@ FaultInjection parse_fault(const string& v, const string& what) {
     }
     f.slowdown = x;
   } else if (!v.empty() && v != "none") {
-    throw invalid_argument(what + "='" + v +
-                           "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, kill-rank=R, evict-fails, "
-                           "slowdown=F or none");
+    throw invalid_argument(
+        what + "='" + v +
+        "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, kill-rank=R, evict-fails, "
+        "slowdown=F or none");
   }
   return f;
 }
@@ -170,7 +172,8 @@ void add_launcher_rows(std::vector<SettingSpec>& t) {
   const std::pair<const char*, const char*> vars[] = {
       {"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun: ranks in the job; above 1, bench is one rank of an MPI sweep"},
       {"OMPI_COMM_WORLD_RANK", "Open MPI's mpirun: this rank (0 coordinates and measures)"},
-      {"OMPI_COMM_WORLD_LOCAL_RANK", "Open MPI's mpirun: the rank on its host, which picks that entry of the host's `CUDA_VISIBLE_DEVICES`"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK",
+       "Open MPI's mpirun: the rank on its host, which picks that entry of the host's `CUDA_VISIBLE_DEVICES`"},
       {"PMI_SIZE", "MPICH's launcher: ranks in the job"},
       {"PMI_RANK", "MPICH's launcher: this rank"},
       {"MPI_LOCALRANKID", "MPICH's launcher: the rank on its host (its GPU entry)"},
@@ -186,7 +189,8 @@ void add_launcher_rows(std::vector<SettingSpec>& t) {
                     .default_text("unset: one process")
                     .empty_is_unset()
                     .parse([](Settings& s, const string& v, const string& what) {
-                      if (parse_u64(v, what) > 2147483647) throw invalid_argument(what + "='" + v + "': expected a rank below 2^31");
+                      if (parse_u64(v, what) > 2147483647)
+                        throw invalid_argument(what + "='" + v + "': expected a rank below 2^31");
                       s.launcher[what] = v;
                     }));
   }
@@ -202,7 +206,8 @@ string timing_flag_value() {
 // TUNEBENCH_SWEEP's help: each strategy of the table, by name.
 string sweep_help() {
   string out;
-  for (const auto& r : sweep_strategy_table()) out += (out.empty() ? "" : "; ") + ("`" + string(r.name) + "` " + r.help);
+  for (const auto& r : sweep_strategy_table())
+    out += (out.empty() ? "" : "; ") + ("`" + string(r.name) + "` " + r.help);
   return "how a key's configs are swept: " + out + " (docs/perf-sweep.md)";
 }
 
@@ -210,7 +215,9 @@ std::vector<SettingSpec> own_rows() {
   std::vector<SettingSpec> t;
   t.push_back(row("tuning")
                   .env("USE_FLAGTUNE")
-                  .help("`1`: autotune over the expanded config space (exhaustive search) instead of the default one; sweeps every key whose expanded space the cache has not yet measured in full (a plain winner does not count), and caches the new winners")
+                  .help("`1`: autotune over the expanded config space (exhaustive search) instead of the default one; "
+                        "sweeps every key whose expanded space the cache has not yet measured in full (a plain winner "
+                        "does not count), and caches the new winners")
                   .default_text("`0`")
                   .parse([](Settings& s, const string& v, const string& what) {
                     if (v != "0" && v != "1") {
@@ -236,23 +243,33 @@ std::vector<SettingSpec> own_rows() {
                   }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_ISOLATE_SWEEP")
-                  .help("where a sweep runs without the parallel warmup: `auto` in a child process on the measurement GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench")
+                  .help("where a sweep runs without the parallel warmup: `auto` in a child process on the measurement "
+                        "GPU when a GPU key needs tuning (a config that leaves a sticky CUDA error then costs the "
+                        "child, not the run), in bench itself otherwise; `1` always a child; `0` always in bench")
                   .default_text("`auto`")
                   .parse([](Settings& s, const string& v, const string& what) {
-                    if (v != "auto" && v != "0" && v != "1") throw invalid_argument(what + "='" + v + "': expected auto, 0 or 1");
-                    s.isolate_sweep = v == "auto" ? IsolateSweep::kAuto : v == "1" ? IsolateSweep::kAlways : IsolateSweep::kNever;
+                    if (v != "auto" && v != "0" && v != "1")
+                      throw invalid_argument(what + "='" + v + "': expected auto, 0 or 1");
+                    s.isolate_sweep = v == "auto" ? IsolateSweep::kAuto
+                                      : v == "1"  ? IsolateSweep::kAlways
+                                                  : IsolateSweep::kNever;
                   }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_HANG_TIMEOUT")
-                  .help("seconds (1 to 1000000) without progress after which a sweep's child process counts as hung: it is killed, and the config it was on recorded as `timeout`")
+                  .help("seconds (1 to 1000000) without progress after which a sweep's child process counts as hung: "
+                        "it is killed, and the config it was on recorded as `timeout`")
                   .default_text("`300`")
-                  .parse([](Settings& s, const string& v, const string& what) { s.hang_timeout_s = parse_hang_timeout(v, what); }));
-  t.push_back(row("tuning")
-                  .env("PARALLEL_WARMUP_GPUS")
-                  .help("shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; unset or 1: off")
-                  .default_text("off")
-                  .empty_is_unset()
-                  .parse([](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    s.hang_timeout_s = parse_hang_timeout(v, what);
+                  }));
+  t.push_back(
+      row("tuning")
+          .env("PARALLEL_WARMUP_GPUS")
+          .help("shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; "
+                "unset or 1: off")
+          .default_text("off")
+          .empty_is_unset()
+          .parse([](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
   t.push_back(row("replay")
                   .env("REPLAY_FROM")
                   .help("a run directory whose configs to replay exactly (no tuning)")
@@ -262,7 +279,9 @@ std::vector<SettingSpec> own_rows() {
   t.push_back(row("timing")
                   .flag("--tunebench_timing", timing_flag_value())
                   .env("TUNEBENCH_TIMING")
-                  .help("GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA events around the launches (also the fallback when CUPTI is taken by another profiler); see \"Kernel timing and CUDA graphs\"")
+                  .help("GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA "
+                        "events around the launches (also the fallback when CUPTI is taken by another profiler); see "
+                        "\"Kernel timing and CUDA graphs\"")
                   .default_text("`kernel`")
                   .parse([](Settings& s, const string& v, const string& what) {
                     const auto mode = parse_timing_mode(v);
@@ -272,7 +291,8 @@ std::vector<SettingSpec> own_rows() {
   t.push_back(row("timing")
                   .flag("--tunebench_cold_l2", "0|1")
                   .env("TUNEBENCH_COLD_L2")
-                  .help("`1`: overwrite a buffer of 2x the L2 size before every timed run (not counted), so no run finds its inputs in L2")
+                  .help("`1`: overwrite a buffer of 2x the L2 size before every timed run (not counted), so no run "
+                        "finds its inputs in L2")
                   .default_text("`0`")
                   .parse([](Settings& s, const string& v, const string& what) { s.cold_l2 = parse_bool(v, what); }));
   t.push_back(row("timing")
@@ -281,11 +301,12 @@ std::vector<SettingSpec> own_rows() {
                   .help("seed of the random inputs")
                   .default_text("0")
                   .parse([](Settings& s, const string& v, const string& what) { s.seed = parse_u64(v, what); }));
-  t.push_back(row("devices")
-                  .env("CUDA_VISIBLE_DEVICES")
-                  .help("the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first")
-                  .default_text("all")
-                  .parse([](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
+  t.push_back(
+      row("devices")
+          .env("CUDA_VISIBLE_DEVICES")
+          .help("the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first")
+          .default_text("all")
+          .parse([](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
   t.push_back(row("paths")
                   .flag("--tunebench_shapes", "PATH")
                   .env("TUNEBENCH_SHAPES")
@@ -296,16 +317,18 @@ std::vector<SettingSpec> own_rows() {
                     s.shapes_from_env = !is_flag(what);
                     s.shapes_from_flag = is_flag(what);
                   }));
-  t.push_back(row("paths")
-                  .flag("--tunebench_runs", "DIR")
-                  .env("TUNEBENCH_RUNS")
-                  .help("where run directories are made")
-                  .default_text("`runs`")
-                  .empty_is_unset()
-                  .parse([](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
+  t.push_back(
+      row("paths")
+          .flag("--tunebench_runs", "DIR")
+          .env("TUNEBENCH_RUNS")
+          .help("where run directories are made")
+          .default_text("`runs`")
+          .empty_is_unset()
+          .parse([](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
   t.push_back(row("paths")
                   .env("TUNEBENCH_KERNEL_CACHE")
-                  .help("folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and NVRTC version; shared safely by several processes)")
+                  .help("folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and "
+                        "NVRTC version; shared safely by several processes)")
                   .default_text("`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`")
                   .empty_is_unset()
                   .parse([](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
@@ -366,8 +389,11 @@ std::vector<SettingSpec> settings_table() {
   auto t = own_rows();
   for (const OpSwitch* sw : op_switches()) {
     // Checked like the others: a bad value stops bench at start.
-    t.push_back(row("op").env(sw->env()).help(sw->help()).default_text(sw->default_value() ? "`1`" : "`0`").parse(
-        [sw](Settings&, const string&, const string&) { (void)sw->value(); }));
+    t.push_back(row("op")
+                    .env(sw->env())
+                    .help(sw->help())
+                    .default_text(sw->default_value() ? "`1`" : "`0`")
+                    .parse([sw](Settings&, const string&, const string&) { (void)sw->value(); }));
   }
   return t;
 }
@@ -380,9 +406,8 @@ const char* setting_env(const std::string& name) {
       if (!r.env.empty()) known.insert(r.env);
     }
   });
-  const bool declared = known.count(name) ||
-                        std::any_of(op_switches().begin(), op_switches().end(),
-                                    [&](const OpSwitch* s) { return s->env() == name; });
+  const bool declared = known.count(name) || std::any_of(op_switches().begin(), op_switches().end(),
+                                                         [&](const OpSwitch* s) { return s->env() == name; });
   if (!declared) throw std::logic_error("environment variable " + name + " is not in tunebench's settings table");
   return raw_env(name.c_str());
 }
@@ -471,7 +496,8 @@ std::vector<std::string> settings_markdown_rows() {
   std::vector<std::string> rows;
   for (const auto& r : settings_table()) {
     if (!r.documented) continue;
-    const string flag = r.flag.empty() ? "" : "`" + escape_cell(r.flag + (r.flag_value.empty() ? "" : "=" + r.flag_value)) + "`";
+    const string flag =
+        r.flag.empty() ? "" : "`" + escape_cell(r.flag + (r.flag_value.empty() ? "" : "=" + r.flag_value)) + "`";
     const string env = r.env.empty() ? "" : "`" + r.env + "`";
     string line = "|";
     for (const string& cell : {r.purpose, flag, env, r.help, r.default_text}) {
@@ -485,9 +511,8 @@ std::vector<std::string> settings_markdown_rows() {
 OpSwitch::OpSwitch(std::string env, std::string help, bool default_value)
     : env_(std::move(env)), help_(std::move(help)), default_(default_value) {
   const bool name_ok = !env_.empty() && std::isupper(static_cast<unsigned char>(env_[0])) &&
-                       std::all_of(env_.begin(), env_.end(), [](unsigned char c) {
-                         return std::isupper(c) || std::isdigit(c) || c == '_';
-                       });
+                       std::all_of(env_.begin(), env_.end(),
+                                   [](unsigned char c) { return std::isupper(c) || std::isdigit(c) || c == '_'; });
   if (!name_ok) throw invalid_argument("op switch '" + env_ + "': expected a variable name [A-Z][A-Z0-9_]*");
   for (const OpSwitch* s : op_switches()) {
     if (s->env() == env_) throw invalid_argument("op switch " + env_ + " is declared twice");

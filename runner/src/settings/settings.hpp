@@ -43,19 +43,19 @@ enum class IsolateSweep {
 
 /// The parsed values of the settings table.
 struct Settings {
-  std::filesystem::path shapes;     ///< shape file or folder (TUNEBENCH_SHAPES / --tunebench_shapes)
-  bool shapes_from_env = false;     ///< shapes came from TUNEBENCH_SHAPES (its errors name it)
-  bool shapes_from_flag = false;    ///< shapes came from --tunebench_shapes (its errors name it)
-  std::uint64_t seed = 0;           ///< input seed
-  std::filesystem::path cache;      ///< config cache file; empty: cache::default_cache_path()
+  std::filesystem::path shapes;           ///< shape file or folder (TUNEBENCH_SHAPES / --tunebench_shapes)
+  bool shapes_from_env = false;           ///< shapes came from TUNEBENCH_SHAPES (its errors name it)
+  bool shapes_from_flag = false;          ///< shapes came from --tunebench_shapes (its errors name it)
+  std::uint64_t seed = 0;                 ///< input seed
+  std::filesystem::path cache;            ///< config cache file; empty: cache::default_cache_path()
   SpaceKind space = SpaceKind::kDefault;  ///< USE_FLAGTUNE
   TimingMode timing = TimingMode::kKernel;
   bool cold_l2 = false;
-  int warmup_gpus = 1;              ///< PARALLEL_WARMUP_GPUS (1: off)
+  int warmup_gpus = 1;  ///< PARALLEL_WARMUP_GPUS (1: off)
   IsolateSweep isolate_sweep = IsolateSweep::kAuto;
   /// TUNEBENCH_SWEEP: the sweep strategy's name, a row of sweep_strategy_table().
   std::string sweep = default_sweep_strategy();
-  double hang_timeout_s = 300;      ///< TUNEBENCH_HANG_TIMEOUT, seconds
+  double hang_timeout_s = 300;          ///< TUNEBENCH_HANG_TIMEOUT, seconds
   std::filesystem::path runs = "runs";  ///< where run directories are made
   std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)
   std::filesystem::path kernel_cache;   ///< TUNEBENCH_KERNEL_CACHE ("" the default folder)
@@ -75,12 +75,12 @@ struct Settings {
 
 /// One row of the settings table.
 struct SettingSpec {
-  std::string purpose;     ///< README group: tuning, replay, timing, devices, paths, op, tests, ...
-  std::string flag;        ///< "--tunebench_seed", or "" when there is only a variable
-  std::string flag_value;  ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
-  std::string env;         ///< "TUNEBENCH_SEED", or "" when there is only a flag
-  std::string help;        ///< one line (Markdown), as the README's table shows it
-  std::string default_text;  ///< the default, as the README's table shows it
+  std::string purpose;          ///< README group: tuning, replay, timing, devices, paths, op, tests, ...
+  std::string flag;             ///< "--tunebench_seed", or "" when there is only a variable
+  std::string flag_value;       ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
+  std::string env;              ///< "TUNEBENCH_SEED", or "" when there is only a flag
+  std::string help;             ///< one line (Markdown), as the README's table shows it
+  std::string default_text;     ///< the default, as the README's table shows it
   bool empty_is_unset = false;  ///< an empty variable counts as unset (else its parser sees "")
   bool documented = true;       ///< a row of the README's table (internal and test switches are not)
   bool manifest = true;         ///< the run's manifest.json records the variable when set

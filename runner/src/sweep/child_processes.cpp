@@ -23,11 +23,11 @@
 #include <thread>
 
 #include "common/plural.hpp"
+#include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
-#include "context/config_choice.hpp"
 #include "tune/sweep_strategy.hpp"
 
 #include <nlohmann/json.hpp>
@@ -57,7 +57,7 @@ struct Child {
   std::vector<WorkerRecord> log;                 // every record, for the run dir's sweep.jsonl
   std::map<std::string, WorkerRecord> tuned_of;  // key -> its `tuned` record
   Clock::time_point spawned_at;
-  WorkerRecord last_activity;  // what the worker last said it was doing
+  WorkerRecord last_activity;   // what the worker last said it was doing
   Clock::time_point active_at;  // last sign of progress
   bool hung = false;
 };
@@ -163,7 +163,7 @@ void CatchSignals::restore() {
 int caught_signal() { return g_signal; }
 
 pid_t spawn_child(const std::string& exe, const std::vector<std::string>& args, const std::string& token,
-            const std::string& store, int err_write) {
+                  const std::string& store, int err_write) {
   std::vector<std::string> argv_store{exe};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -357,8 +357,7 @@ void record_hang(const Child& c, std::size_t i, const std::string& device, doubl
   std::cerr << "bench: WARNING: shard " << i << " (CUDA_VISIBLE_DEVICES=" << device << ") hung on "
             << (a.key.empty() ? std::string("its start-up")
                               : a.key + " [" + (a.kind == WorkerRecord::Kind::kTiming ? a.config : step) + "]")
-            << " for "
-            << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
+            << " for " << static_cast<long long>(hang_s) << " s without progress; killed after " << c.tuned << " of "
             << count_of(c.planned, "key", "keys") << "\n";
   const auto f = std::find_if(k.keys.begin(), k.keys.end(), [&](const Family* key) { return key->name == a.key; });
   if (f == k.keys.end() || !context.cache || a.kind != WorkerRecord::Kind::kTiming) return;
@@ -370,8 +369,8 @@ void record_hang(const Child& c, std::size_t i, const std::string& device, doubl
   cache::Measurement m;
   m.config = a.config;
   m.status = cache::Status::kTimeout;
-  m.error = "no progress for " + std::to_string(static_cast<long long>(hang_s)) +
-            " s (hung); killed by the sweep's watchdog";
+  m.error =
+      "no progress for " + std::to_string(static_cast<long long>(hang_s)) + " s (hung); killed by the sweep's watchdog";
   m.device_uuid = "";
   context.cache->store(cache_key(*(*f)->op, (*f)->shape, context), {m}, std::nullopt);
 }
@@ -429,8 +428,8 @@ std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::s
         choices.keep_unstored(entry.key, Config::parse(entry.best->config));
         kept.insert(entry.key);
       }
-      std::cerr << "bench: WARNING: the sweep's results were not stored in " << context.cache->path().string()
-                << " (" << e.what() << "); " << count_of(static_cast<long long>(kept.size()), "key", "keys")
+      std::cerr << "bench: WARNING: the sweep's results were not stored in " << context.cache->path().string() << " ("
+                << e.what() << "); " << count_of(static_cast<long long>(kept.size()), "key", "keys")
                 << " kept for this run only\n";
     }
   }
@@ -464,7 +463,8 @@ std::vector<Config> faster_than(const Family& f, const cache::Key& key, const ca
   std::vector<Config> out;
   for (const auto& m : context.cache->measurements(key)) {
     if (m.status != cache::Status::kOk || !m.p50_ns || m.config == best.config) continue;
-    if (static_cast<double>(*m.p50_ns) * (1.0 + context.tune.tie_tolerance) >= static_cast<double>(best.p50_ns)) continue;
+    if (static_cast<double>(*m.p50_ns) * (1.0 + context.tune.tie_tolerance) >= static_cast<double>(best.p50_ns))
+      continue;
     try {
       const Config c = Config::parse(m.config);
       if (f.op->can_implement(c, f.shape, context.device)) out.push_back(c);
@@ -511,13 +511,13 @@ namespace {
 // The disagreement figure (doubled keys whose shard winners differ), then every key's finalists
 // decided on the measurement GPU where a worker elsewhere, or two workers, swept it.
 void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const std::vector<Child>& children,
-                               const std::map<cache::Key, std::vector<std::string>>& winners,
-                               const RunContext& context, ChoiceLog& choices, SweepReport& report,
-                               nlohmann::json& log) {
+                               const std::map<cache::Key, std::vector<std::string>>& winners, const RunContext& context,
+                               ChoiceLog& choices, SweepReport& report, nlohmann::json& log) {
   for (auto i : plan.doubled) {
     const Family& f = *k.keys[i];
     const auto it = winners.find(cache_key(*f.op, f.shape, context));
-    if (it != winners.end() && it->second.size() >= 2 && it->second[0] != it->second[1]) report.disagreeing.push_back(f.name);
+    if (it != winners.end() && it->second.size() >= 2 && it->second[0] != it->second[1])
+      report.disagreeing.push_back(f.name);
   }
   for (const Family* f : k.keys) {
     if (g_signal) return;
@@ -539,9 +539,8 @@ void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const 
     try {
       const Config winner = retime_finalists(*f, contenders, context, choices, report, log);
       const auto w = winners.find(cache_key(*f->op, f->shape, context));
-      if (w != winners.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& s) {
-            return s != winner.str();
-          })) {
+      if (w != winners.end() &&
+          std::any_of(w->second.begin(), w->second.end(), [&](const std::string& s) { return s != winner.str(); })) {
         ++report.changed;
       }
     } catch (const std::exception& e) {
@@ -552,7 +551,8 @@ void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const 
 }
 
 // Every worker's records, and the re-timings, appended to the run dir's sweep.jsonl.
-void append_log(const RunContext& context, const std::vector<Child>& children, int round, const nlohmann::json& retimed) {
+void append_log(const RunContext& context, const std::vector<Child>& children, int round,
+                const nlohmann::json& retimed) {
   if (context.run_dir.empty()) return;
   std::ofstream out(context.run_dir / "sweep.jsonl", std::ios::app);
   for (std::size_t i = 0; i < children.size(); ++i) {
@@ -574,8 +574,7 @@ void append_log(const RunContext& context, const std::vector<Child>& children, i
 ChildProcessExecutor::ChildProcessExecutor(int shards, std::vector<std::string> tokens, bool isolated,
                                            ChildLaunch launch, const Settings& settings)
     : shards_(shards),
-      devices_(shard_devices(tokens, shards,
-                             settings.visible_devices ? settings.visible_devices->c_str() : nullptr)),
+      devices_(shard_devices(tokens, shards, settings.visible_devices ? settings.visible_devices->c_str() : nullptr)),
       isolated_(isolated),
       launch_(std::move(launch)),
       settings_(settings) {}
@@ -615,8 +614,8 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   report.seconds = since(started);
   signals.restore();
   if (g_signal) {
-    std::cerr << "bench: interrupted during the autotune sweep; " << count_of(report.tuned, "finished key", "finished keys")
-              << " kept\n";
+    std::cerr << "bench: interrupted during the autotune sweep; "
+              << count_of(report.tuned, "finished key", "finished keys") << " kept\n";
     raise(g_signal);
   }
   return report;

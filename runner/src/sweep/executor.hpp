@@ -17,22 +17,22 @@ namespace tunebench {
 
 /// What one round of a sweep did.
 struct SweepReport {
-  int keys = 0;             ///< keys to tune (deduplicated by cache key)
+  int keys = 0;  ///< keys to tune (deduplicated by cache key)
   int shards = 0;
-  int tuned = 0;            ///< keys the workers finished
-  int crashed_shards = 0;   ///< workers that died, hung or failed; their keys get another round
+  int tuned = 0;                         ///< keys the workers finished
+  int crashed_shards = 0;                ///< workers that died, hung or failed; their keys get another round
   std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
-  double seconds = 0;       ///< wall time of the round
-  double compile_s = 0;     ///< of which compiling the configs before the workers started
+  double seconds = 0;                    ///< wall time of the round
+  double compile_s = 0;                  ///< of which compiling the configs before the workers started
   // The sweep's cost, from the workers' records (SweepStats per key), re-timing included:
-  std::int64_t runs = 0;    ///< runs timed, warmups included
-  double kernel_s = 0;      ///< their summed kernel time (host time for host ops), seconds
-  int dropped = 0;          ///< configs dropped before a key's final round
-  double worker_s = 0;      ///< wall seconds the workers ran (summed over workers) and re-timing took
+  std::int64_t runs = 0;  ///< runs timed, warmups included
+  double kernel_s = 0;    ///< their summed kernel time (host time for host ops), seconds
+  int dropped = 0;        ///< configs dropped before a key's final round
+  double worker_s = 0;    ///< wall seconds the workers ran (summed over workers) and re-timing took
   /// kernel_s / worker_s: how busy the sweep kept its GPUs (0 when nothing ran).
   double busy() const { return worker_s > 0 ? kernel_s / worker_s : 0; }
-  int retimed = 0;          ///< keys whose finalists were re-timed on the measurement GPU
-  int changed = 0;          ///< of which the measurement GPU's winner differs from a worker's
+  int retimed = 0;  ///< keys whose finalists were re-timed on the measurement GPU
+  int changed = 0;  ///< of which the measurement GPU's winner differs from a worker's
   /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
   /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
   /// `device`: its CUDA_VISIBLE_DEVICES entry, with the card's UUID where the worker's `started`
@@ -103,8 +103,8 @@ struct ChildLaunch {
 /// runs there), and every key tuned on two shards, has its finalists (every shard's) re-timed
 /// here (FinalRound: interleaved, the tie rule) and that winner stored; a config the cache
 /// measured faster than the winner by more than the tie band joins them, until none is. Each
-/// worker's records, and the re-timings, are appended to sweep.jsonl in the run directory. Progress shows on stderr; children's stderr lines are
-/// forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
+/// worker's records, and the re-timings, are appended to sweep.jsonl in the run directory. Progress shows on stderr;
+/// children's stderr lines are forwarded prefixed "[shard i]"; they talk to this process through WorkerRecords. A child
 /// without a record for settings.hang_timeout_s (the clock waits while it compiles) is killed,
 /// and the config it was on stored as status timeout. On SIGINT, SIGTERM, SIGHUP or SIGQUIT the children are
 /// ended (killed after 2 s) and reaped, finished keys merged, and the signal re-raised; a
@@ -143,7 +143,8 @@ class ChildProcessExecutor final : public SweepExecutor {
 /// (a flock on host-cores.lock beside `list_file`, shared by the sweep's workers), so no two
 /// shards time host ops at once. Returns the exit status: 0, 2 for an unreadable list or
 /// unknown family, 3 when a config left a sticky CUDA error (it is stored as launch_failed; the
-/// parent runs another round, in fresh processes that skip it). Honours settings.fault (abort-shard, disagree-shard) for tests.
+/// parent runs another round, in fresh processes that skip it). Honours settings.fault (abort-shard, disagree-shard)
+/// for tests.
 int run_shard(const std::vector<Family>& families, const RunContext& context, const Settings& settings);
 
 }  // namespace tunebench

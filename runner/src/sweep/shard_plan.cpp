@@ -67,12 +67,11 @@ std::vector<std::string> shard_devices(const std::vector<std::string>& tokens, i
                                             : std::string("empty")) +
                                   "): expected at least " + std::to_string(n) + " GPUs to shard the sweep over");
     }
-    throw std::invalid_argument(asked + "only " +
-                                count_of(static_cast<long long>(tokens.size()), "device is", "devices are") +
-                                " visible (" +
-                                (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible) + why
-                                         : std::string("CUDA_VISIBLE_DEVICES is unset: every device found")) +
-                                ")");
+    throw std::invalid_argument(
+        asked + "only " + count_of(static_cast<long long>(tokens.size()), "device is", "devices are") + " visible (" +
+        (visible ? "CUDA_VISIBLE_DEVICES=" + std::string(visible) + why
+                 : std::string("CUDA_VISIBLE_DEVICES is unset: every device found")) +
+        ")");
   }
   const std::vector<std::string> devices(tokens.begin(), tokens.begin() + std::max(0, n));
   for (std::size_t i = 0; i < devices.size(); ++i) {

@@ -18,9 +18,9 @@
 #include <stdexcept>
 
 #include "common/c_numbers.hpp"
+#include "context/config_choice.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/worker_record.hpp"
-#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -96,10 +96,11 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     records.write(r);
   };
   const std::string visible = settings.visible_devices.value_or("(unset)");
-  const std::string uuid = context.gpu_available && !context.device.uuid.empty() ? " (" + context.device.uuid + ")" : "";
+  const std::string uuid =
+      context.gpu_available && !context.device.uuid.empty() ? " (" + context.device.uuid + ")" : "";
   // The card's own UUID beside the token, so a run shows which physical GPU each shard swept on.
-  std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES=" << (visible.empty() ? "(empty: no GPU, host ops only)" : visible)
-            << uuid << "\n";
+  std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES="
+            << (visible.empty() ? "(empty: no GPU, host ops only)" : visible) << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
   // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
   HostCores host_cores(std::filesystem::path(list_file).parent_path() / "host-cores.lock");

@@ -9,15 +9,14 @@
 
 #include "common/c_numbers.hpp"
 #include "common/plural.hpp"
+#include "context/config_choice.hpp"
 #include "plan/family.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
 #include "sweep/shard_plan.hpp"
-#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
-
 
 // A further round's figures added to the sweep's: the summary's per-shard lines then count what
 // shard i did in every round, not in the first alone. Rounds re-plan, so shard i of a later
@@ -54,8 +53,7 @@ void print_cost(const SweepReport& w, const std::string& strategy) {
                 "bench: sweep (%s): %.1f s kernel time in %.1f s of worker time (%.0f%% busy; %.1f s compiling "
                 "before), %s, %s dropped early\n",
                 strategy.c_str(), w.kernel_s, w.worker_s, 100 * w.busy(), w.compile_s,
-                count_of(w.runs, "timed run", "timed runs").c_str(),
-                count_of(w.dropped, "config", "configs").c_str());
+                count_of(w.runs, "timed run", "timed runs").c_str(), count_of(w.dropped, "config", "configs").c_str());
   std::cerr << line;
 }
 
@@ -63,7 +61,8 @@ void print_cost(const SweepReport& w, const std::string& strategy) {
 
 // The children's results reach the run only through the cache: refuse before any sweep starts
 // rather than lose the sweep at the merge.
-void check_results_can_be_stored(const std::vector<const Family*>& untuned, const RunContext& context, const std::string& what) {
+void check_results_can_be_stored(const std::vector<const Family*>& untuned, const RunContext& context,
+                                 const std::string& what) {
   if (!context.cache || !context.cache->read_only() || untuned.empty()) return;
   std::set<cache::Key> keys;
   for (const Family* f : untuned) keys.insert(cache_key(*f->op, f->shape, context));
@@ -115,14 +114,13 @@ std::unique_ptr<SweepExecutor> choose_executor(const Settings& settings, const s
 std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const SweepReport& w, const Settings& settings) {
   std::vector<ContextEntry> out{{"tunebench_sweep_strategy", settings.sweep}};
   if (!executor.sweeps_up_front()) return out;
-  const std::vector<ContextEntry> figures{
-      {"tunebench_sweep_seconds", c_number(w.seconds)},
-      {"tunebench_sweep_compile_seconds", c_number(w.compile_s)},
-      {"tunebench_sweep_kernel_seconds", c_number(w.kernel_s)},
-      {"tunebench_sweep_worker_seconds", c_number(w.worker_s)},
-      {"tunebench_sweep_busy_fraction", c_number(w.busy())},
-      {"tunebench_sweep_timed_runs", std::to_string(w.runs)},
-      {"tunebench_sweep_configs_dropped", std::to_string(w.dropped)}};
+  const std::vector<ContextEntry> figures{{"tunebench_sweep_seconds", c_number(w.seconds)},
+                                          {"tunebench_sweep_compile_seconds", c_number(w.compile_s)},
+                                          {"tunebench_sweep_kernel_seconds", c_number(w.kernel_s)},
+                                          {"tunebench_sweep_worker_seconds", c_number(w.worker_s)},
+                                          {"tunebench_sweep_busy_fraction", c_number(w.busy())},
+                                          {"tunebench_sweep_timed_runs", std::to_string(w.runs)},
+                                          {"tunebench_sweep_configs_dropped", std::to_string(w.dropped)}};
   out.insert(out.end(), figures.begin(), figures.end());
   const auto own = executor.context_entries(w);
   out.insert(out.end(), own.begin(), own.end());

@@ -174,7 +174,8 @@ WindowTimes CuptiTimer::collect() {
   auto windows = std::move(windows_);
   windows_.clear();
   if (r == CUPTI_SUCCESS && dropped > 0) {
-    throw std::runtime_error("CUPTI dropped " + std::to_string(dropped) + " activity records: times would be undercounted");
+    throw std::runtime_error("CUPTI dropped " + std::to_string(dropped) +
+                             " activity records: times would be undercounted");
   }
   return attribute(records, windows);
 }

@@ -42,9 +42,9 @@ struct WindowTimes {
   /// first start to the last end: gaps between its kernels are launch cost, not kernel time.
   std::vector<std::int64_t> ns;
   std::vector<std::size_t> kernels;  ///< valid records per window
-  std::size_t invalid = 0;       ///< records with a zero timestamp or end < start, dropped
-  std::size_t duplicates = 0;    ///< records seen twice (same correlation id, start, end), dropped
-  std::size_t unattributed = 0;  ///< valid records of no window (harness work, other threads)
+  std::size_t invalid = 0;           ///< records with a zero timestamp or end < start, dropped
+  std::size_t duplicates = 0;        ///< records seen twice (same correlation id, start, end), dropped
+  std::size_t unattributed = 0;      ///< valid records of no window (harness work, other threads)
 };
 
 /// Attributes each record to a window, in two passes:

@@ -77,7 +77,8 @@ OpTiming::~OpTiming() = default;
 void OpTiming::flush_l2() {
   if (l2_flush_.get()) {
     // A different byte each time, so no write can be skipped as unchanged.
-    TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(l2_flush_.get(), static_cast<int>(++flushes_ & 0xff), l2_flush_.bytes(), stream()));
+    TUNEBENCH_CUDA_CHECK(
+        cudaMemsetAsync(l2_flush_.get(), static_cast<int>(++flushes_ & 0xff), l2_flush_.bytes(), stream()));
   }
 }
 
@@ -301,7 +302,8 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
     for (std::size_t w = 0; w < times.ns.size(); ++w) {
       if (times.kernels[w] == 0) {
         state.SkipWithError(("iteration " + std::to_string(w) + " has no valid kernel record (" +
-                             std::to_string(times.invalid) + " invalid records)").c_str());
+                             std::to_string(times.invalid) + " invalid records)")
+                                .c_str());
         return std::nullopt;
       }
       if (graph_ && times.kernels[w] != expected) {

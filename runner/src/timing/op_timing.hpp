@@ -9,18 +9,18 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "tunebench/cuda.hpp"
 #include "timing/cupti_timer.hpp"
 #include "timing/run_timer.hpp"
-#include "tunebench/op.hpp"
 #include "timing/timer.hpp"
 #include "timing/timing_mode.hpp"
+#include "tunebench/cuda.hpp"
+#include "tunebench/op.hpp"
 
 namespace tunebench {
 
@@ -41,9 +41,9 @@ struct TimingFaults {
   std::string sticky_config;  ///< runs of this config fail like an illegal memory access (sticky)
   std::string hang_config;    ///< runs of this config never return, like a kernel that does not end
   /// The A/B method's positive control: every timed run takes this fraction longer. A host op
-  /// busy-waits in the timed window for this fraction of the run's own time; a GPU op's measured time (CUPTI or events) is multiplied by 1 + slowdown, since no
-  /// added kernel is short enough to lengthen a 5 us kernel by 1% (an empty kernel: 0.58 us on an
-  /// H200, docs/timing.md). Either way the injected ratio is 1 + slowdown on the run's own noise.
+  /// busy-waits in the timed window for this fraction of the run's own time; a GPU op's measured time (CUPTI or events)
+  /// is multiplied by 1 + slowdown, since no added kernel is short enough to lengthen a 5 us kernel by 1% (an empty
+  /// kernel: 0.58 us on an H200, docs/timing.md). Either way the injected ratio is 1 + slowdown on the run's own noise.
   double slowdown = 0;
 };
 
@@ -61,7 +61,8 @@ struct LoopTotal {
 /// GPU ops need a current CUDA device (and CUPTI for "kernel" and "cudagraph").
 class OpTiming {
  public:
-  /// Prepares the op's workload from `seed`. Throws std::runtime_error when CUPTI is needed and unavailable, and what Op::prepare throws.
+  /// Prepares the op's workload from `seed`. Throws std::runtime_error when CUPTI is needed and unavailable, and what
+  /// Op::prepare throws.
   OpTiming(const Op& op, const Shape& shape, std::uint64_t seed, TimingOptions options, TimingFaults faults = {});
   ~OpTiming();
   OpTiming(const OpTiming&) = delete;
@@ -124,10 +125,10 @@ class OpTiming {
   std::optional<EventTimer> event_;
   DeviceBuffer l2_flush_;
   unsigned flushes_ = 0;
-  std::map<std::string, std::unique_ptr<Graphs>> graphs_;  // by Config::str()
-  std::set<std::string> ran_;  // configs whose first runs synchronised clean
-  void run_host(const Config& config);  // one host run, and the positive control's wait
-  double gpu_scale_ = 1;  // 1 + faults_.slowdown for a GPU op
+  std::map<std::string, std::unique_ptr<Graphs>> graphs_;              // by Config::str()
+  std::set<std::string> ran_;                                          // configs whose first runs synchronised clean
+  void run_host(const Config& config);                                 // one host run, and the positive control's wait
+  double gpu_scale_ = 1;                                               // 1 + faults_.slowdown for a GPU op
   std::chrono::nanoseconds scaled(std::chrono::nanoseconds ns) const;  // times gpu_scale_
   std::function<void(const std::string&)> on_new_config_;
 };

@@ -14,8 +14,7 @@ class HostTimer {
   void start() { start_ = std::chrono::steady_clock::now(); }
   /// Time since the last start(), in nanoseconds.
   std::chrono::nanoseconds stop() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                start_);
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
   }
 
  private:

@@ -22,7 +22,6 @@ std::int64_t quantile(std::vector<std::int64_t> samples, double q) {
   return samples[std::min(i, samples.size() - 1)];
 }
 
-
 std::vector<Config> in_config_order(const Op& op, SpaceKind space, std::vector<Config> configs) {
   const auto first = op.config_space(space);
   const auto second = op.config_space(space == SpaceKind::kDefault ? SpaceKind::kExpanded : SpaceKind::kDefault);
@@ -44,8 +43,8 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   TuneOutcome out;
   std::vector<Config> order;
   std::vector<Config> candidates;
-  const auto space = options.only.empty() ? op.config_space(options.space)
-                                          : in_config_order(op, options.space, options.only);
+  const auto space =
+      options.only.empty() ? op.config_space(options.space) : in_config_order(op, options.space, options.only);
   for (const auto& config : space) {
     if (op.can_implement(config, shape, device)) candidates.push_back(config);
   }
@@ -61,7 +60,8 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
       continue;
     }
     const std::string text = config.str();
-    const auto stored = std::find_if(known.begin(), known.end(), [&](const Measurement& m) { return m.config == text; });
+    const auto stored =
+        std::find_if(known.begin(), known.end(), [&](const Measurement& m) { return m.config == text; });
     if (stored != known.end() && stored->status != Status::kOk) {
       ++out.reused_failures;
       continue;

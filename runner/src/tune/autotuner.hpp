@@ -70,7 +70,7 @@ struct SweepStats {
 
 /// Outcome of a sweep.
 struct TuneOutcome {
-  Config best;                              ///< empty when no config ran successfully
+  Config best;  ///< empty when no config ran successfully
   std::int64_t best_p50_ns = 0;
   std::vector<cache::Measurement> results;  ///< every config timed or failed in this sweep
   int reused_failures = 0;                  ///< configs skipped because a stored result failed

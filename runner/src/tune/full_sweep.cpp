@@ -87,7 +87,8 @@ Measurement time_config(const Config& config, const RunTimer& time_run, const Tu
   auto over_time = [&] { return clock::now() - started > o.timeout_per_config; };
   try {
     // The warmup runs and the first timed run, which says how many more fit the budget.
-    const auto first = run_batch(time_run, std::vector<Config>(static_cast<std::size_t>(std::max(0, o.warmup)) + 1, config), stats);
+    const auto first =
+        run_batch(time_run, std::vector<Config>(static_cast<std::size_t>(std::max(0, o.warmup)) + 1, config), stats);
     if (over_time()) {
       m.status = Status::kTimeout;
       m.error = "warmup exceeded the per-config timeout";

@@ -33,7 +33,6 @@ struct Sticky {
   std::string what;
 };
 
-
 // A config's warmup run is kept in the screen only while the key's runs are short: a first run
 // of a long kernel differs from the next by far less than the screen's bound, and costs as much.
 constexpr std::int64_t kWarmupNs = 200'000;
@@ -272,14 +271,15 @@ void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
     screen(es, time_run, o, out.stats);
     std::int64_t fastest = 0;
     for (auto* e : alive_of(es)) fastest = fastest ? std::min(fastest, e->screen_ns) : e->screen_ns;
-    for (auto* e : alive_of(es)) e->alive = static_cast<double>(e->screen_ns) <= o.screen_drop * static_cast<double>(fastest);
+    for (auto* e : alive_of(es))
+      e->alive = static_cast<double>(e->screen_ns) <= o.screen_drop * static_cast<double>(fastest);
     auto racing = alive_of(es);
     if (racing.size() > 1) {
       if (o.on_progress) o.on_progress("race of " + std::to_string(racing.size()) + " configs, interleaved", false);
       interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats);
       racing = alive_of(es);
-      const auto best = std::min_element(racing.begin(), racing.end(),
-                                         [](auto* a, auto* b) { return *a->m.p50_ns < *b->m.p50_ns; });
+      const auto best =
+          std::min_element(racing.begin(), racing.end(), [](auto* a, auto* b) { return *a->m.p50_ns < *b->m.p50_ns; });
       if (best != racing.end()) {
         const double limit = o.race_drop * static_cast<double>(*(*best)->m.p80_ns);
         for (auto* e : racing) e->alive = static_cast<double>(*e->m.p20_ns) <= limit;

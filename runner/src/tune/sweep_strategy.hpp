@@ -63,8 +63,8 @@ class RaceSweep final : public SweepStrategy {
 };
 
 /// The race's final round alone: every config of `order` is a finalist (options.warmup runs
-/// each, at least one, whose last sets its repetitions; then full repetitions, interleaved). How the measurement GPU re-times the finalists
-/// another GPU found (TuneOptions::only).
+/// each, at least one, whose last sets its repetitions; then full repetitions, interleaved). How the measurement GPU
+/// re-times the finalists another GPU found (TuneOptions::only).
 class FinalRound final : public SweepStrategy {
  public:
   std::string name() const override { return "final"; }

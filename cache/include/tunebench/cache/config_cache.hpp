@@ -2,8 +2,8 @@
 // The config cache: the best config per tuning key and every per-config measurement, in one
 // SQLite file shared by processes (WAL, busy timeout, transactions).
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>

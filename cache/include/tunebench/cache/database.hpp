@@ -59,8 +59,7 @@ class Database {
   /// folder where the WAL's -shm cannot be created likewise. Throws SqliteError if it cannot be
   /// opened or read (naming the folder when a new file cannot be made in it), or
   /// std::filesystem::filesystem_error if the folder cannot be created.
-  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000,
-                    Access access = Access::kReadWrite);
+  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 10000, Access access = Access::kReadWrite);
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
   Database(const Database&) = delete;

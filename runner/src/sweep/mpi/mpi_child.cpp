@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "sweep/child_start.hpp"
 #include "context/config_choice.hpp"
+#include "sweep/child_start.hpp"
 
 namespace tunebench {
 namespace {
@@ -37,9 +37,15 @@ std::optional<std::int64_t> opt_of(const nlohmann::json& j) {
 }  // namespace
 
 nlohmann::json measurement_json(const cache::Measurement& m) {
-  return {{"config", m.config}, {"status", std::string(cache::to_string(m.status))}, {"p20_ns", opt(m.p20_ns)},
-          {"p50_ns", opt(m.p50_ns)}, {"p80_ns", opt(m.p80_ns)}, {"error", m.error},
-          {"measured_at", m.measured_at}, {"device_uuid", m.device_uuid}, {"host", m.host}};
+  return {{"config", m.config},
+          {"status", std::string(cache::to_string(m.status))},
+          {"p20_ns", opt(m.p20_ns)},
+          {"p50_ns", opt(m.p50_ns)},
+          {"p80_ns", opt(m.p80_ns)},
+          {"error", m.error},
+          {"measured_at", m.measured_at},
+          {"device_uuid", m.device_uuid},
+          {"host", m.host}};
 }
 
 cache::Measurement measurement_from_json(const nlohmann::json& j) {
@@ -64,8 +70,9 @@ nlohmann::json entry_json(const std::vector<cache::Measurement>& ms, const std::
   nlohmann::json j;
   j["measurements"] = nlohmann::json::array();
   for (const auto& m : ms) j["measurements"].push_back(measurement_json(m));
-  j["best"] = best ? nlohmann::json{{"config", best->config}, {"p50_ns", best->p50_ns}, {"updated_at", best->updated_at}}
-                   : nlohmann::json(nullptr);
+  j["best"] = best
+                  ? nlohmann::json{{"config", best->config}, {"p50_ns", best->p50_ns}, {"updated_at", best->updated_at}}
+                  : nlohmann::json(nullptr);
   return j;
 }
 
@@ -95,7 +102,8 @@ RankChild::~RankChild() { stop(); }
 // this process gives it by closing its end. Opened read-write here, so neither side blocks in
 // open() whichever comes first.
 void RankChild::start() {
-  if (mkfifo(list_.c_str(), 0600) != 0) throw std::runtime_error("sweep: cannot make " + list_.string() + ": " + std::strerror(errno));
+  if (mkfifo(list_.c_str(), 0600) != 0)
+    throw std::runtime_error("sweep: cannot make " + list_.string() + ": " + std::strerror(errno));
   feed_fd_ = open(list_.c_str(), O_RDWR | O_CLOEXEC);
   if (feed_fd_ < 0) throw std::runtime_error("sweep: cannot open " + list_.string() + ": " + std::strerror(errno));
   std::vector<std::string> args;
@@ -173,8 +181,8 @@ std::vector<WorkerRecord> RankChild::poll(int wait_ms, double hang_s, const RunC
   if (since(active_at_) > hang_s) {
     hung_ = true;
     kill(pid_, SIGKILL);
-    std::cerr << "bench: WARNING: " << label_ << ": its sweep child hung on " << last_.key << " ["
-              << last_.config << "] for " << static_cast<long long>(hang_s) << " s without progress; killed\n";
+    std::cerr << "bench: WARNING: " << label_ << ": its sweep child hung on " << last_.key << " [" << last_.config
+              << "] for " << static_cast<long long>(hang_s) << " s without progress; killed\n";
     const auto f = std::find_if(families.begin(), families.end(), [&](const Family& x) { return x.name == last_.key; });
     if (f != families.end() && last_.kind == WorkerRecord::Kind::kTiming) {
       try {
@@ -182,7 +190,8 @@ std::vector<WorkerRecord> RankChild::poll(int wait_ms, double hang_s, const RunC
         cache::Measurement m;
         m.config = last_.config;
         m.status = cache::Status::kTimeout;
-        m.error = "no progress for " + std::to_string(static_cast<long long>(hang_s)) + " s (hung); killed by the sweep's watchdog";
+        m.error = "no progress for " + std::to_string(static_cast<long long>(hang_s)) +
+                  " s (hung); killed by the sweep's watchdog";
         cache::ConfigCache(store_).store(cache_key(*f->op, f->shape, context), {m}, std::nullopt);
       } catch (const std::exception&) {
         // An interleaved round of several configs: which one hung cannot be said.

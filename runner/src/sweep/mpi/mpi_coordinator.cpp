@@ -12,11 +12,11 @@
 
 #include "common/c_numbers.hpp"
 #include "common/plural.hpp"
+#include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
-#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -44,10 +44,18 @@ class Coordinator {
  public:
   Coordinator(MpiSession& mpi, const SweepKeys& k, const RunContext& context, ChoiceLog& choices,
               const std::vector<Family>& families, const Settings& settings, SweepReport& report)
-      : mpi_(mpi), k_(k), context_(context), choices_(choices), families_(families), settings_(settings),
+      : mpi_(mpi),
+        k_(k),
+        context_(context),
+        choices_(choices),
+        families_(families),
+        settings_(settings),
         report_(report),
-        attempts_(k.keys.size(), 0), done_(k.keys.size(), false), on_rank_(k.keys.size(), -1),
-        finalists_(k.keys.size()), best_(k.keys.size()) {
+        attempts_(k.keys.size(), 0),
+        done_(k.keys.size(), false),
+        on_rank_(k.keys.size(), -1),
+        finalists_(k.keys.size()),
+        best_(k.keys.size()) {
     std::vector<std::size_t> order(k.keys.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return k.costs[a] > k.costs[b]; });
@@ -93,7 +101,8 @@ class Coordinator {
     for (std::size_t i = 0; i < k_.keys.size() && !caught_signal(); ++i) {
       const int r = on_rank_[i];
       if (!done_[i] || r <= 0 || finalists_[i].size() < 2) continue;
-      const std::string host = rank_devices[static_cast<std::size_t>(r)].substr(0, rank_devices[static_cast<std::size_t>(r)].find(' '));
+      const std::string host =
+          rank_devices[static_cast<std::size_t>(r)].substr(0, rank_devices[static_cast<std::size_t>(r)].find(' '));
       if (!k_.keys[i]->op->needs_gpu() && host == host0) continue;
       std::vector<Config> contenders;
       for (const auto& t : finalists_[i]) contenders.push_back(Config::parse(t));
@@ -102,8 +111,8 @@ class Coordinator {
         const Config winner = retime_finalists(*k_.keys[i], contenders, context_, choices_, report_, log);
         if (winner.str() != best_[i]) ++report_.changed;
       } catch (const std::exception& e) {
-        std::cerr << "bench: WARNING: re-timing the finalists of " << k_.keys[i]->name << " on rank 0's GPU: "
-                  << e.what() << "\n";
+        std::cerr << "bench: WARNING: re-timing the finalists of " << k_.keys[i]->name
+                  << " on rank 0's GPU: " << e.what() << "\n";
       }
     }
   }
@@ -218,7 +227,8 @@ class Coordinator {
     if (!local->exited()) return;
     const std::string why = local->hung() ? "its child hung" : "its child ended with " + describe_exit(local->status());
     for (const auto i : std::vector<std::size_t>(s.in_flight)) {
-      result(s, json{{"key", k_.keys[i]->name}, {"done", false}, {"entry", local_result(k_.keys[i]->name)}, {"why", why}});
+      result(s,
+             json{{"key", k_.keys[i]->name}, {"done", false}, {"entry", local_result(k_.keys[i]->name)}, {"why", why}});
     }
     s.figures.wall_s += local->wall_s();
     local.reset();
@@ -238,8 +248,9 @@ class Coordinator {
       lost.push_back(s.rank);
       mpi_.forget(s.rank);
       mpi_.lost_a_rank();
-      std::cerr << "bench: WARNING: rank " << s.rank << " silent for " << static_cast<long long>(settings_.hang_timeout_s)
-                << " s: counted lost; " << count_of(static_cast<long long>(s.in_flight.size()), "key", "keys")
+      std::cerr << "bench: WARNING: rank " << s.rank << " silent for "
+                << static_cast<long long>(settings_.hang_timeout_s) << " s: counted lost; "
+                << count_of(static_cast<long long>(s.in_flight.size()), "key", "keys")
                 << " it had go to the other ranks\n";
       ++report_.crashed_shards;
       for (auto it = s.in_flight.rbegin(); it != s.in_flight.rend(); ++it) queue_.push_front(*it);
@@ -304,7 +315,8 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
     const bool live = accepted_[static_cast<std::size_t>(r)] && (r == 0 || !workers_stopped_) &&
                       std::find(lost_.begin(), lost_.end(), r) == lost_.end();
     c.slots.push_back({r, live, {}, Clock::now(), {}});
-    c.hosts.push_back(rank_devices_[static_cast<std::size_t>(r)].substr(0, rank_devices_[static_cast<std::size_t>(r)].find(' ')));
+    c.hosts.push_back(
+        rank_devices_[static_cast<std::size_t>(r)].substr(0, rank_devices_[static_cast<std::size_t>(r)].find(' ')));
   }
   report.shards = static_cast<int>(std::count_if(c.slots.begin(), c.slots.end(), [](const Slot& s) { return s.live; }));
   c.run(scratch.dir(), launch_);

@@ -16,11 +16,11 @@
 #include <cuda_runtime.h>
 
 #include "common/plural.hpp"
+#include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
-#include "context/config_choice.hpp"
 
 namespace tunebench {
 namespace {
@@ -76,7 +76,11 @@ class Worker {
  public:
   Worker(MpiSession& mpi, const std::vector<Family>& families, const RunContext& context, const Settings& settings,
          ChildLaunch launch, std::filesystem::path dir)
-      : mpi_(mpi), families_(families), context_(context), settings_(settings), launch_(std::move(launch)),
+      : mpi_(mpi),
+        families_(families),
+        context_(context),
+        settings_(settings),
+        launch_(std::move(launch)),
         dir_(std::move(dir)) {}
 
   void run() {
@@ -128,7 +132,10 @@ class Worker {
     const Family* f = family_named(families_, name);
     if (!f) return;
     // worker_s: the seconds this rank's children have run so far, for the sweep's busy figure.
-    json r{{"key", name}, {"done", done}, {"entry", child_->result(*f, context_)}, {"why", why},
+    json r{{"key", name},
+           {"done", done},
+           {"entry", child_->result(*f, context_)},
+           {"why", why},
            {"worker_s", ended_children_s_ + child_->wall_s()}};
     mpi_.post(0, kResultTag, r.dump());
   }
@@ -143,7 +150,8 @@ class Worker {
       if (r.kind == WorkerRecord::Kind::kTuned) send_result(r.key, true, "");
     }
     if (!child_->exited()) return;
-    const std::string why = child_->hung() ? "its child hung" : "its child ended with " + describe_exit(child_->status());
+    const std::string why =
+        child_->hung() ? "its child hung" : "its child ended with " + describe_exit(child_->status());
     for (const auto& name : child_->in_flight()) send_result(name, false, why);
     ended_children_s_ += child_->wall_s();
     child_.reset();
@@ -181,7 +189,8 @@ MpiExecutor::MpiExecutor(MpiSession& mpi, const std::vector<const Family*>& untu
                          const std::vector<Family>& families, ChildLaunch launch, const Settings& settings)
     : mpi_(mpi), families_(families), launch_(std::move(launch)), settings_(settings) {
   const auto all = mpi.gather(fingerprint(mpi, context, families).dump());
-  const bool host_ops = std::any_of(untuned.begin(), untuned.end(), [](const Family* f) { return !f->op->needs_gpu(); });
+  const bool host_ops =
+      std::any_of(untuned.begin(), untuned.end(), [](const Family* f) { return !f->op->needs_gpu(); });
   const json ours = json::parse(all.at(0));
   std::vector<int> flags;
   for (std::size_t r = 0; r < all.size(); ++r) {

@@ -95,8 +95,9 @@ std::string rank_device(int local_rank, const std::vector<std::string>& tokens, 
   }
   const auto mine = tokens.begin() + local_rank;
   if (std::find(tokens.begin(), mine, *mine) != mine) {
-    throw std::invalid_argument("local rank " + std::to_string(local_rank) + " on " + host + ": CUDA_VISIBLE_DEVICES lists '" +
-                                *mine + "' twice, so two ranks would share one GPU; list each GPU once");
+    throw std::invalid_argument("local rank " + std::to_string(local_rank) + " on " + host +
+                                ": CUDA_VISIBLE_DEVICES lists '" + *mine +
+                                "' twice, so two ranks would share one GPU; list each GPU once");
   }
   return *mine;
 }
@@ -158,8 +159,9 @@ void agree_on_devices(const std::string& error, int rank) {
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   if (all) return;
   MPI_Finalize();
-  throw std::invalid_argument("rank " + std::to_string(rank) + ": " +
-                              (error.empty() ? std::string("another rank has no GPU of its own (see its line)") : error));
+  throw std::invalid_argument(
+      "rank " + std::to_string(rank) + ": " +
+      (error.empty() ? std::string("another rank has no GPU of its own (see its line)") : error));
 }
 
 }  // namespace
