@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(cmake g++ make libbenchmark-dev libgtest-dev libsqlite3-dev libyaml-cpp-dev
           nlohmann-json3-dev libbenchmark-tools python3-scipy python3-matplotlib git locales
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin clang-format)
 
 missing=()
 for p in "${packages[@]}"; do
