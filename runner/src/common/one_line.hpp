@@ -1,16 +1,14 @@
 #pragma once
 // Messages that must stay one line whatever they quote (a name, a path, a value).
 
-#include <string>
-#include <string_view>
+#include "tunebench/cache/text.hpp"
 
 namespace tunebench {
 
-/// `text` with every control character escaped: newline, carriage return and tab as \n, \r,
-/// \t, the other C0 controls and DEL as \xHH (e.g. \x1b), and every byte of a C1 control
-/// (U+0080-U+009F in UTF-8, e.g. \xc2\x9b) or of malformed UTF-8 (a raw 0x9b, \xff) as \xHH,
-/// so a quoted name or path can neither break a one-line message nor send the terminal an escape
-/// sequence, on a UTF-8 or an 8-bit terminal. Well-formed UTF-8 (RFC 3629) is kept.
-std::string escape_controls(std::string_view text);
+/// cache::escape_controls (tunebench/cache/text.hpp): every control character and every byte of
+/// malformed UTF-8 escaped, so a quoted name or path can neither break a one-line message nor
+/// send the terminal an escape sequence. One rule for bench's messages and the cache tool's
+/// output, kept in cache/, the lowest of the two.
+using cache::escape_controls;
 
 }  // namespace tunebench

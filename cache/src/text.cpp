@@ -1,6 +1,6 @@
-#include "common/one_line.hpp"
+#include "tunebench/cache/text.hpp"
 
-namespace tunebench {
+namespace tunebench::cache {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
@@ -12,7 +12,7 @@ void hex(std::string& out, unsigned char u) {
 }
 
 // The length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF), 0 when there is none.
+// surrogates, nothing past U+10FFFF), 0 when there is none. Bytes below 0x80 are not asked.
 std::size_t utf8_length(std::string_view text, std::size_t i) {
   const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
   const auto cont = [&](std::size_t k) { return i + k < text.size() && (b(k) & 0xc0) == 0x80; };
@@ -68,4 +68,17 @@ std::string escape_controls(std::string_view text) {
   return out;
 }
 
-}  // namespace tunebench
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace tunebench::cache
