@@ -187,6 +187,61 @@ TEST_F(GpuTiming, GraphModeTimesEveryKernelOfASplitKRun) {
   }
 }
 
+// One benchmark through Google Benchmark's loop with OpTiming::measure under `loop`: the mean
+// time of a run in microseconds (0 after an error, which the test then reports).
+double loop_us(const tunebench::Op& op, const Shape& s, const Config& c, tunebench::TimingLoop loop) {
+  OpTiming timing(op, s, 1, {tunebench::TimingMode::kKernel, false, loop});
+  benchmark::ClearRegisteredBenchmarks();
+  benchmark::RegisterBenchmark("loop", [&](benchmark::State& st) { timing.measure(st, c); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(0.2);
+  Capture capture;
+  benchmark::RunSpecifiedBenchmarks(&capture);
+  benchmark::ClearRegisteredBenchmarks();
+  EXPECT_EQ(capture.runs_.size(), 1u);
+  if (capture.runs_.size() != 1) return 0;
+  const auto& run = capture.runs_[0];
+  EXPECT_FALSE(run.error_occurred) << run.error_message;
+  EXPECT_EQ(timing.batch_refused(), "") << op.name();
+  std::cout << op.name() << " [" << c.str() << "] M=" << s.m << ", " << tunebench::to_string(loop)
+            << " loop: " << run.GetAdjustedRealTime() << " us over " << run.iterations << " iterations\n";
+  return run.error_occurred ? 0 : run.GetAdjustedRealTime();
+}
+
+TEST_F(GpuTiming, GraphBatchedLoopTimesWhatTheEagerLoopTimes) {
+  // The same runs launched one per iteration and as graph batches: the batch removes the launch
+  // gaps between runs, not kernel time. Two 10 us kernels per run (both attributed to each run
+  // of a batch), a decode GEMM of a few microseconds rotating its weight copies, and cuBLASLt.
+  tunebench::bench::SpinOp spin("spin_twice", 10'000);
+  const Config two{{"BLOCKS", 1}, {"KERNELS", 2}};
+  const double spin_eager = loop_us(spin, shape(1, 1, 1), two, tunebench::TimingLoop::kEager);
+  const double spin_graph = loop_us(spin, shape(1, 1, 1), two, tunebench::TimingLoop::kGraph);
+  EXPECT_GE(spin_graph, 20.0);
+  EXPECT_LT(spin_graph, 22.5);
+  EXPECT_NEAR(spin_graph / spin_eager, 1.0, 0.02);
+
+  const Shape s = shape(8, 4096, 4096);
+  tunebench::bench::Mxfp4GemmOp mxfp4(false);
+  Config decode;
+  for (const auto& c : mxfp4.config_space(tunebench::SpaceKind::kDefault)) {
+    if (tunebench::bench::is_decode_config(c) && mxfp4.can_implement(c, s, device_)) {
+      decode = c;
+      break;
+    }
+  }
+  ASSERT_FALSE(decode.empty());
+  tunebench::bench::Bf16GemmOp bf16;
+  const std::vector<std::pair<const tunebench::Op*, Config>> cases = {
+      {&mxfp4, decode}, {&bf16, bf16.config_space(tunebench::SpaceKind::kDefault)[0]}};
+  for (const auto& [op, config] : cases) {
+    const double eager = loop_us(*op, s, config, tunebench::TimingLoop::kEager);
+    const double graph = loop_us(*op, s, config, tunebench::TimingLoop::kGraph);
+    ASSERT_GT(eager, 0.0);
+    EXPECT_NEAR(graph / eager, 1.0, 0.03) << op->name();
+  }
+}
+
 TEST_F(GpuTiming, EveryKernelOfARunIsTimedEagerAndInAGraph) {
   // A run of two 10 us kernels: both must be attributed to each run (in graph mode, to each
   // replay, which the timing loop checks against the graph's kernel nodes), so 20 us and a bit.

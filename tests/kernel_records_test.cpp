@@ -96,3 +96,24 @@ TEST(KernelRecords, SurplusGraphRecordsAreCountedNotAdded) {
   EXPECT_EQ(t.ns, (std::vector<std::int64_t>{100}));
   EXPECT_EQ(t.unattributed, 1u);
 }
+
+TEST(KernelRecords, ABatchGraphsRunsAreDealtOneWindowEachByTheirKernelCounts) {
+  // The graph-batched loop: a graph of three runs (1, 2 and 1 kernels) launched twice, outside
+  // every window (its launch ids 77 and 78 are in none), and one window per run holding only
+  // the graph. Records come out of order, with the launch's correlation id and the graph id.
+  const std::vector<std::size_t> per_run = {1, 2, 1};
+  std::vector<WindowIds> windows;
+  for (int launch = 0; launch < 2; ++launch) {
+    for (const auto k : per_run) windows.push_back({{}, {GraphLaunch{3, 9, k}}});
+  }
+  std::vector<KernelRecord> records;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    const std::uint32_t launch_id = i < 4 ? 77 : 78;
+    records.push_back({1000 * (i + 1), 1000 * (i + 1) + 10 * (i + 1), launch_id, 3});
+  }
+  std::swap(records[0], records[5]);
+  const auto t = attribute(records, windows);
+  ASSERT_EQ(t.kernels, (std::vector<std::size_t>{1, 2, 1, 1, 2, 1}));
+  EXPECT_EQ(t.ns, (std::vector<std::int64_t>{10, 20 + 30, 40, 50, 60 + 70, 80}));
+  EXPECT_EQ(t.unattributed, 0u);
+}

@@ -194,7 +194,9 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
   return config;
 }
 
-TimingOptions timing_options(const RunContext& context) { return {context.timing_mode, context.cold_l2}; }
+TimingOptions timing_options(const RunContext& context) {
+  return {context.timing_mode, context.cold_l2, context.timing_loop};
+}
 
 TimingFaults timing_faults(const RunContext& context) {
   return {context.fault.sticky_config, context.fault.hang_config, context.fault.slowdown};

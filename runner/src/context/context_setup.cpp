@@ -126,6 +126,7 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->tune.strategy = sweep_strategy(settings.sweep, "TUNEBENCH_SWEEP");
   c->timing_mode = settings.timing;  // what was asked; host ops are host-timed whatever it says
   c->cold_l2 = settings.cold_l2;
+  c->timing_loop = settings.timing_loop;
   c->fault = settings.fault;
   // Under the parallel warmup, the shards (same environment) share the host's cores.
   c->tune.compile_threads =

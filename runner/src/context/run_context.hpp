@@ -38,6 +38,8 @@ struct RunContext {
   TimingMode timing_mode = TimingMode::kKernel;
   /// Flush L2 before every timed run (TimingOptions::cold_l2); part of the cache key's timing.
   bool cold_l2 = false;
+  /// How Google Benchmark's loop launches GPU runs (TimingOptions::loop); not part of any key.
+  TimingLoop timing_loop = TimingLoop::kGraph;
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs
   /// exactly that config, without tuning; one missing is tuned live (its record says so). A
   /// recorded config that is not one of the op's spaces, or that can_implement refuses for the

@@ -57,15 +57,4 @@ int add_baseline_speedups(nlohmann::json& doc, const std::vector<Family>& famili
   return added;
 }
 
-void add_baseline_speedups(const std::filesystem::path& json_file, const std::vector<Family>& families) {
-  std::ifstream in(json_file);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    return;
-  }
-  if (add_baseline_speedups(doc, families) > 0) write_file_atomically(json_file, doc.dump(2) + "\n");
-}
-
 }  // namespace tunebench

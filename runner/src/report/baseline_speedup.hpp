@@ -19,8 +19,4 @@ namespace tunebench {
 /// Entries are matched to families by run_name. Returns how many entries got one.
 int add_baseline_speedups(nlohmann::json& doc, const std::vector<Family>& families);
 
-/// add_baseline_speedups on the JSON file `json_file`, rewritten atomically when an entry got
-/// one; a file that is not JSON (CSV output) is left as it is.
-void add_baseline_speedups(const std::filesystem::path& json_file, const std::vector<Family>& families);
-
 }  // namespace tunebench

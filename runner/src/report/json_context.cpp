@@ -24,6 +24,8 @@ void add_gpu_context(const RunContext& c, const OpList& ops) {
                               std::to_string(c.device.cc_major) + "." + std::to_string(c.device.cc_minor));
   benchmark::AddCustomContext("gpu_sm_count", std::to_string(c.device.sm_count));
   benchmark::AddCustomContext("timing_mode", timing_name({c.timing_mode, c.cold_l2}));
+  benchmark::AddCustomContext("tunebench_timing_loop",
+                              to_string(uses_cupti(c.timing_mode) ? c.timing_loop : TimingLoop::kEager));
   const SmClock clock = read_sm_clock(0);
   benchmark::AddCustomContext("gpu_sm_clock_mhz_start",
                               clock.mhz ? std::to_string(*clock.mhz) : "unknown (" + clock.error + ")");

@@ -116,20 +116,4 @@ void RunDir::finish(const RunContext& context, const RunRecord& record, const Ch
   std::cerr << "bench: run directory " << dir_.string() << "\n";
 }
 
-void add_markers(const fs::path& json_file, const std::map<std::string, std::vector<std::string>>& markers) {
-  std::ifstream in(json_file);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    return;  // not a JSON output (csv): the markers are in the log and the manifest
-  }
-  for (const auto& [marker, families] : markers) {
-    std::string list;
-    for (const auto& f : families) list += (list.empty() ? "" : " ") + f;
-    doc["context"][marker] = list;
-  }
-  write_file_atomically(json_file, doc.dump(2) + "\n");
-}
-
 }  // namespace tunebench

@@ -48,11 +48,4 @@ class RunDir {
   std::vector<std::filesystem::path> made_roots_;  // folders claiming created, innermost first
 };
 
-/// Adds the replay fallbacks' markers (ChoiceLog::markers: marker -> families; they happen
-/// during the run, after Google Benchmark wrote its context) to the context of the JSON file
-/// `json_file`; a file that is not JSON (csv) is left as it is (the markers are in the log and
-/// the manifest).
-void add_markers(const std::filesystem::path& json_file,
-                 const std::map<std::string, std::vector<std::string>>& markers);
-
 }  // namespace tunebench

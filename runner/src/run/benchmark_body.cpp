@@ -3,9 +3,12 @@
 #include "run/benchmark_body.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <mutex>
 
 #include "common/c_numbers.hpp"
+#include "common/one_line.hpp"
 #include "context/config_choice.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "report/counters.hpp"
@@ -24,10 +27,22 @@ SmClock sm_clock(const RunContext& context) {
 // now), and a replayed config that cannot run, or fails its warm-up run, replaced by a live-tuned
 // one (replay_fallback).
 std::pair<Config, ConfigSource> settle_config(const Family& family, const RunContext& context, ChoiceLog& choices,
-                                              OpTiming& timing) {
+                                              OpTiming& timing, LoopTuning& tuning) {
   std::pair<Config, ConfigSource> chosen;
   try {
-    chosen = choose_config(family, context, choices, timing.run_timer());
+    // A key the cache cannot answer is tuned here: its runs and wall time are the loop's tuning.
+    const RunTimer inner = timing.run_timer();
+    const RunTimer counted = [&inner, &tuning](const std::vector<Config>& runs) {
+      auto times = inner(runs);
+      for (const auto ns : times) tuning.kernel_seconds += std::chrono::duration<double>(ns).count();
+      tuning.runs += static_cast<long long>(times.size());
+      return times;
+    };
+    const auto started = std::chrono::steady_clock::now();
+    chosen = choose_config(family, context, choices, counted);
+    if (chosen.second == ConfigSource::kTuned) {
+      tuning.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
   } catch (const UnrunnableReplay& e) {
     return {replay_fallback(family, context, choices, timing, e.config, e.what()), ConfigSource::kTuned};
   }
@@ -55,7 +70,7 @@ void prepare(const Family& family, const RunContext& context, TimingLoopState& l
   last.name.clear();
   auto timing = std::make_unique<OpTiming>(*family.op, family.shape, context.seed, timing_options(context),
                                            timing_faults(context));
-  const auto [config, source] = settle_config(family, context, *loop.choices, *timing);
+  const auto [config, source] = settle_config(family, context, *loop.choices, *timing, loop.tuning);
   const Op& op = *family.op;
   if (loop.record) {
     loop.record->add({family.name, op.name(), op.kernel_version(), op.tuning_key(family.shape),
@@ -73,12 +88,33 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
     state.SkipWithError(("no CUDA device: " + context.gpu_reason).c_str());
     return;
   }
+  const auto started = std::chrono::steady_clock::now();
   LastBenchmark& last = loop.last;
   std::lock_guard<std::mutex> lock(last.mutex);
+  double measured_s = 0, runs = 0;
+  struct Account {  // the call's wall time counts also when the op throws
+    TimingLoopState& loop;
+    const std::string& name;
+    std::chrono::steady_clock::time_point started;
+    double& measured_s;
+    double& runs;
+    ~Account() {
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      loop.stats.add(name, wall, measured_s, runs);
+    }
+  } account{loop, family.name, started, measured_s, runs};
   if (last.name != family.name) prepare(family, context, loop);
   state.SetLabel(last.label);
   const SmClock clock_start = sm_clock(context);
-  if (const auto total = last.timing->measure(state, last.config)) {
+  const auto total = last.timing->measure(state, last.config);
+  if (const std::string& why = last.timing->batch_refused();
+      !why.empty() && loop.eager_ops.insert(family.op->name()).second) {
+    std::cerr << ("bench: " + family.op->name() + "'s runs cannot be captured into a CUDA graph (" +
+                  escape_controls(why) + "): its benchmarks are timed with one launch per iteration\n");
+  }
+  if (total) {
+    measured_s = total->seconds;
+    runs = total->iterations;
     const RooflinePeaks peaks = family.op->roofline_peaks(context.device);
     set_rate_counters(state, {family.op->flops(family.shape), family.op->bytes(family.shape), total->iterations,
                               total->seconds, family.op->needs_gpu(), peaks.flops, peaks.bytes_per_s});

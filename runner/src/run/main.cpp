@@ -7,6 +7,8 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -20,7 +22,9 @@
 #include "report/c_number_reporter.hpp"
 #include "report/json_context.hpp"
 #include "report/latency_table.hpp"
+#include "report/results_file.hpp"
 #include "report/run_dir.hpp"
+#include "report/timing_stage.hpp"
 #include "run/benchmark_body.hpp"
 #include "settings/invocation.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
@@ -129,11 +133,41 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
   return benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), filter.run_spec());
 }
 
-// Finish: the run directory, --benchmark_out moved into place, the replay markers.
+// The figures of keys tuned inside the timing loop (the in-process executor), under the names the
+// up-front sweep's figures have: the context then has the sweep's cost on every path.
+std::vector<ContextEntry> loop_tuning_context(const LoopTuning& t) {
+  return {{"tunebench_sweep_seconds", c_number(t.seconds)},
+          {"tunebench_sweep_kernel_seconds", c_number(t.kernel_seconds)},
+          {"tunebench_sweep_worker_seconds", c_number(t.seconds)},
+          {"tunebench_sweep_busy_fraction", c_number(t.busy())},
+          {"tunebench_sweep_timed_runs", std::to_string(t.runs)}};
+}
+
+std::string loop_tuning_summary(const LoopTuning& t, const std::string& strategy) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "bench: sweep (%s, in the timing loop): %.1f s kernel time in %.1f s (%.0f%% busy), %lld timed runs\n",
+                strategy.c_str(), t.kernel_seconds, t.seconds, 100 * t.busy(), t.runs);
+  return line;
+}
+
+// Finish: the timing stage's figures, the run directory, --benchmark_out moved into place and
+// completed (figures, replay markers, baseline speedups).
 int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopState& loop, const Invocation& inv,
                  const std::string& out_file, const std::string& results, const BencherFile& dashboard,
-                 const std::vector<Family>& families) {
-  if (dir.claimed()) dir.finish(context, *loop.record, *loop.choices, inv, results, dashboard);
+                 const std::vector<Family>& families, bool tuned_in_loop) {
+  std::vector<ContextEntry> entries = timing_context(loop.stats);
+  std::string summary = timing_summary(loop.stats);
+  if (tuned_in_loop) {
+    const auto tuning = loop_tuning_context(loop.tuning);
+    entries.insert(entries.end(), tuning.begin(), tuning.end());
+    summary += loop_tuning_summary(loop.tuning, inv.settings().sweep);
+  }
+  std::cerr << summary;
+  if (dir.claimed()) {
+    write_timing_stage(dir.path() / "timing_stage.json", loop.stats);
+    dir.finish(context, *loop.record, *loop.choices, inv, results, dashboard);
+  }
   if (!out_file.empty()) {
     std::error_code ec;
     const std::string partial = out_file + ".incomplete";
@@ -146,9 +180,7 @@ int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopS
       }
     }
   }
-  const auto markers = loop.choices->markers();
-  if (!markers.empty() && !out_file.empty()) add_markers(out_file, markers);
-  if (!out_file.empty()) add_baseline_speedups(out_file, families);  // once both were measured
+  if (!out_file.empty()) complete_results_file(out_file, entries, loop.choices->markers(), families);
   return 0;
 }
 
@@ -206,10 +238,15 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const std::shared_ptr<const RunContext> frozen = context;
   for (const auto& family : families) register_family(family, frozen, loop);
   BencherFile dashboard;
+  const auto timing_started = std::chrono::steady_clock::now();
   const std::size_t matched = time_stage(inv, families, filter, dir, out_file, dashboard);
+  loop->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timing_started).count();
   loop->last.release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
-  if (const int rc = finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families); rc != 0) {
+  if (inv.listing()) return matched == 0 ? no_match(filter) : 0;
+  const bool tuned_in_loop = sweep.executor && !sweep.executor->sweeps_up_front();
+  if (const int rc = finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families, tuned_in_loop);
+      rc != 0) {
     return rc;
   }
   return matched == 0 ? no_match(filter) : 0;

@@ -197,9 +197,10 @@ void add_launcher_rows(std::vector<SettingSpec>& t) {
 }
 
 // "kernel|cudagraph|event", from the timing modes' table.
-string timing_flag_value() {
+template <typename Names>
+string flag_value(const Names& names) {
   string out;
-  for (const auto& m : timing_mode_names()) out += (out.empty() ? "" : "|") + string(m.name);
+  for (const auto& m : names) out += (out.empty() ? "" : "|") + string(m.name);
   return out;
 }
 
@@ -277,7 +278,7 @@ std::vector<SettingSpec> own_rows() {
                   .empty_is_unset()
                   .parse([](Settings& s, const string& v, const string&) { s.replay_from = v; }));
   t.push_back(row("timing")
-                  .flag("--tunebench_timing", timing_flag_value())
+                  .flag("--tunebench_timing", flag_value(timing_mode_names()))
                   .env("TUNEBENCH_TIMING")
                   .help("GPU timing: kernel durations by CUPTI of eager launches, of CUDA-graph replays, or CUDA "
                         "events around the launches (also the fallback when CUPTI is taken by another profiler); see "
@@ -295,6 +296,18 @@ std::vector<SettingSpec> own_rows() {
                         "finds its inputs in L2")
                   .default_text("`0`")
                   .parse([](Settings& s, const string& v, const string& what) { s.cold_l2 = parse_bool(v, what); }));
+  t.push_back(row("timing")
+                  .flag("--tunebench_timing_loop", flag_value(timing_loop_names()))
+                  .env("TUNEBENCH_TIMING_LOOP")
+                  .help("how Google Benchmark's loop launches GPU runs (kernel and cudagraph timing): batches of runs "
+                        "captured into one CUDA graph, back to back, or one launch per iteration; the same kernel "
+                        "times either way (docs/timing.md, \"Graph-batched loop\")")
+                  .default_text("`graph`")
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    const auto loop = parse_timing_loop(v);
+                    if (!loop) throw invalid_argument(what + "='" + v + "': expected " + timing_loop_choices());
+                    s.timing_loop = *loop;
+                  }));
   t.push_back(row("timing")
                   .flag("--tunebench_seed", "N")
                   .env("TUNEBENCH_SEED")

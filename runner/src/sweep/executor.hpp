@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/context_entry.hpp"
 #include "context/choice_log.hpp"
 #include "context/run_context.hpp"
 #include "plan/family.hpp"
@@ -44,13 +45,6 @@ struct SweepReport {
     std::string device;
   };
   std::vector<Shard> per_shard;
-};
-
-/// One entry of the "context" of Google Benchmark's output (benchmark::AddCustomContext).
-struct ContextEntry {
-  std::string name;   ///< "parallel_warmup_keys"
-  std::string value;  ///< numbers in the "C" form (c_number)
-  bool operator==(const ContextEntry& o) const { return name == o.name && value == o.value; }
 };
 
 /// Where keys are swept.

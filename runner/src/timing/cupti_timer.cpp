@@ -136,6 +136,15 @@ void CuptiTimer::launched(const GraphLaunch& graph) {
   windows_.back().graphs.push_back(graph);
 }
 
+void CuptiTimer::graph_runs(const GraphLaunch& launch, const std::vector<std::size_t>& kernels_per_run) {
+  if (t_window) throw std::logic_error("CuptiTimer::graph_runs inside an open window");
+  for (const std::size_t kernels : kernels_per_run) {
+    begin();
+    t_window = nullptr;
+    windows_.back().graphs.push_back({launch.graph_id, launch.exec_id, kernels});
+  }
+}
+
 GraphLaunch CuptiTimer::graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, std::size_t kernels) {
   GraphLaunch g;
   g.kernels = kernels;

@@ -26,7 +26,26 @@ struct OpTiming::Graphs {
   }
 };
 
+// The graph-batched loop's graph: whole cycles of the workload's variants, captured once.
+struct OpTiming::Batch {
+  std::string config;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GraphLaunch ids;
+  std::vector<std::size_t> kernels;  // kernel nodes of each run, in launch order
+  ~Batch() {
+    if (exec) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
+    if (graph) TUNEBENCH_CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
+  }
+};
+
 namespace {
+
+// A batch holds about this much kernel time: its launch costs the host ~10 us, so the host
+// stays far ahead of the GPU, and a Google Benchmark call that needs fewer runs wastes little.
+constexpr std::int64_t kBatchKernelNs = 2'000'000;
+// And at most this many runs: capture and instantiation grow with the nodes.
+constexpr std::size_t kBatchMaxRuns = 1024;
 
 std::size_t kernel_nodes(cudaGraph_t graph) {
   std::size_t count = 0;
@@ -325,7 +344,142 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
   return result;
 }
 
+// One eager run of each variant, each in its own window: the warm-up (compilation, loading, first
+// touch; a config that fails does so here, by name) and the size of a cycle's kernel time.
+std::int64_t OpTiming::eager_cycle_ns(const Config& config) {
+  check_faults(config);
+  const std::size_t variants = std::max<std::size_t>(1, work_->variants());
+  cupti_->reserve(variants);
+  try {
+    for (std::size_t i = 0; i < variants; ++i) {
+      flush_l2();
+      cupti_->begin();
+      op_.run(*work_, config, stream());
+      cupti_->end();
+    }
+    TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  } catch (...) {
+    cupti_->discard();
+    throw;
+  }
+  const WindowTimes t = cupti_->collect();
+  std::int64_t ns = 0;
+  for (const auto v : t.ns) ns += v;
+  return ns;
+}
+
+// The batch graph of `config`, captured on first use (after a timed eager cycle); nullptr, with
+// batch_refused_ set, when the op's runs cannot be captured.
+OpTiming::Batch* OpTiming::batch_for(const Config& config) {
+  if (batch_ && batch_->config == config.str()) return batch_.get();
+  batch_.reset();
+  const std::size_t variants = std::max<std::size_t>(1, work_->variants());
+  const std::int64_t cycle_ns = std::max<std::int64_t>(1, eager_cycle_ns(config));
+  // Whole cycles, so every launch of the graph continues the rotation where the last ended:
+  // each run's weights (or routing) were last read a full cycle before, as in an eager loop.
+  const std::size_t cycles = std::clamp<std::size_t>(static_cast<std::size_t>(kBatchKernelNs / cycle_ns), 1,
+                                                     std::max<std::size_t>(1, kBatchMaxRuns / variants));
+  auto b = std::make_unique<Batch>();
+  b->config = config.str();
+  TUNEBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  std::size_t counted = 0;
+  const auto refuse = [&](const std::string& why) -> Batch* {
+    cudaGraph_t partial = nullptr;
+    cudaStreamCaptureStatus status{};
+    if (cudaStreamIsCapturing(stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone &&
+        cudaStreamEndCapture(stream(), &partial) == cudaSuccess && partial) {
+      cudaGraphDestroy(partial);
+    }
+    cudaGetLastError();
+    batch_refused_ = why;
+    return nullptr;
+  };
+  try {
+    for (std::size_t i = 0; i < cycles * variants; ++i) {
+      flush_l2();
+      op_.run(*work_, config, stream());
+      if (i < variants) {  // later cycles repeat the first one's kernels (checked below)
+        cudaStreamCaptureStatus status{};
+        cudaGraph_t so_far = nullptr;
+        TUNEBENCH_CUDA_CHECK(cudaStreamGetCaptureInfo(stream(), &status, nullptr, &so_far));
+        const std::size_t now = kernel_nodes(so_far);
+        b->kernels.push_back(now - counted);
+        counted = now;
+      }
+    }
+  } catch (const CudaError& e) {
+    if (e.sticky()) throw;
+    return refuse(e.what());
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream(), &b->graph);
+  if (ended != cudaSuccess || !b->graph) {
+    b->graph = nullptr;
+    return refuse(std::string("cudaStreamEndCapture: ") + cudaGetErrorName(ended));
+  }
+  const std::size_t total = kernel_nodes(b->graph);
+  if (counted == 0 || total != cycles * counted ||
+      std::any_of(b->kernels.begin(), b->kernels.end(), [](std::size_t k) { return k == 0; })) {
+    return refuse("a captured run has no kernel node, or the cycles differ (" + std::to_string(total) +
+                  " kernel nodes in " + std::to_string(cycles) + " cycles of " + std::to_string(counted) + ")");
+  }
+  for (std::size_t c = 1; c < cycles; ++c)
+    b->kernels.insert(b->kernels.end(), b->kernels.begin(), b->kernels.begin() + variants);
+  TUNEBENCH_CUDA_CHECK(cudaGraphInstantiate(&b->exec, b->graph, 0));
+  b->ids = CuptiTimer::graph_launch(b->graph, b->exec, total);
+  TUNEBENCH_CUDA_CHECK(cudaGraphUpload(b->exec, stream()));
+  TUNEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  batch_ = std::move(b);
+  return batch_.get();
+}
+
+std::optional<LoopTotal> OpTiming::batch_loop(benchmark::State& state, const Batch& b) {
+  const auto n = static_cast<std::size_t>(state.max_iterations);
+  const std::size_t per_launch = b.kernels.size();
+  const std::size_t launches = (n + per_launch - 1) / per_launch;
+  cupti_->reserve(launches * per_launch);
+  WindowTimes t;
+  try {
+    // All launches first, outside every window: the GPU runs them back to back while the host
+    // waits in collect(); no launch gap between runs.
+    for (std::size_t l = 0; l < launches; ++l) {
+      TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(b.exec, stream()));
+      cupti_->graph_runs(b.ids, b.kernels);
+    }
+    t = cupti_->collect();
+  } catch (...) {
+    cupti_->discard();
+    throw;
+  }
+  for (std::size_t w = 0; w < n; ++w) {
+    const std::size_t expected = b.kernels[w % per_launch];
+    if (t.kernels[w] != expected) {
+      state.SkipWithError(("run " + std::to_string(w) + " of a graph batch ran " + std::to_string(expected) +
+                           " kernels but " + std::to_string(t.kernels[w]) + " records were attributed to it (" +
+                           std::to_string(t.invalid) + " invalid records)")
+                              .c_str());
+      return std::nullopt;
+    }
+  }
+  LoopTotal total{static_cast<double>(n), 0};
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const double seconds = static_cast<double>(t.ns[i++]) * 1e-9 * gpu_scale_;
+    if (!usable(seconds)) {
+      state.SkipWithError("kernel time was zero or not finite");
+      return std::nullopt;
+    }
+    state.SetIterationTime(seconds);
+    total.seconds += seconds;
+  }
+  return total;
+}
+
 std::optional<LoopTotal> OpTiming::measure(benchmark::State& state, const Config& config) {
+  if (cupti_ && options_.loop == TimingLoop::kGraph && batch_refused_.empty()) {
+    if (const Batch* b = batch_for(config)) return batch_loop(state, *b);
+  }
   warm(config);
   if (cupti_) return cupti_loop(state, config);
   double total_s = 0;

@@ -34,6 +34,10 @@ struct TimingOptions {
   /// Before every timed run, overwrite a buffer of twice the L2 size (allocated once) so the
   /// run finds nothing of its inputs in L2. The flush is outside the measured window.
   bool cold_l2 = false;
+  /// How measure() launches the runs of the CUPTI modes: kGraph, batches of runs captured once
+  /// into one CUDA graph; kEager, run by run. Not part of timing_name(): the two measure the
+  /// same kernels (docs/timing.md, "Graph-batched loop").
+  TimingLoop loop = TimingLoop::kGraph;
 };
 
 /// Faults for tunebench's own tests (TUNEBENCH_FAULT_INJECT); empty: none.
@@ -94,18 +98,35 @@ class OpTiming {
   /// a device sync. Throws what the op throws.
   void warm(const Config& config);
 
-  /// Google Benchmark's timing loop for `config`, after warm(config). Reports every iteration
-  /// with SetIterationTime: CUPTI modes collect records once, at the last iteration of a run
-  /// (earlier iterations report a 1 ps placeholder and the last the rest of the total, so
-  /// the run's mean is exact without a flush per iteration). Ends the benchmark with
-  /// SkipWithError, and returns nothing, when an iteration has no valid kernel record, a
-  /// graph launch's kernels are not all attributed, or a time is zero or not finite.
+  /// Google Benchmark's timing loop for `config`; reports every iteration with
+  /// SetIterationTime.
+  /// - Graph-batched (CUPTI modes, options().loop kGraph): on the first call for a config, one
+  ///   eager cycle of the workload's variants (timed: it sizes the batch) and the capture of a
+  ///   batch of whole cycles into one CUDA graph, about 2 ms of kernels (at most 1024 runs);
+  ///   then every call launches ceil(n / batch) graphs back to back, collects once, and gives
+  ///   iteration i the kernel time of run i (runs beyond n are launched and not reported). An op
+  ///   whose runs cannot be captured is timed as kEager from then on (batch_refused() says why).
+  /// - Eager (kEager, event mode, host ops): one run per iteration after warm(config). CUPTI
+  ///   modes collect records once, at the last iteration (earlier iterations report a 1 ps
+  ///   placeholder and the last the rest of the total, so the mean is exact without a flush
+  ///   per iteration).
+  /// Ends the benchmark with SkipWithError, and returns nothing, when a run has no valid kernel
+  /// record, a graph's kernels are not all attributed, or a time is zero or not finite. Throws
+  /// what the op throws, CudaError, or std::runtime_error (CUPTI dropped records).
   std::optional<LoopTotal> measure(benchmark::State& state, const Config& config);
+
+  /// Why this object's runs could not be captured into a batch graph ("" when they could or
+  /// were never tried): measure() then times them eagerly.
+  const std::string& batch_refused() const { return batch_refused_; }
 
   const TimingOptions& options() const { return options_; }
 
  private:
   struct Graphs;
+  struct Batch;
+  Batch* batch_for(const Config& config);
+  std::optional<LoopTotal> batch_loop(benchmark::State& state, const Batch& batch);
+  std::int64_t eager_cycle_ns(const Config& config);
   void flush_l2();
   Graphs& capture(const Config& config);
   void keep_graphs_of(const std::vector<Config>& runs);
@@ -131,6 +152,8 @@ class OpTiming {
   double gpu_scale_ = 1;                                               // 1 + faults_.slowdown for a GPU op
   std::chrono::nanoseconds scaled(std::chrono::nanoseconds ns) const;  // times gpu_scale_
   std::function<void(const std::string&)> on_new_config_;
+  std::unique_ptr<Batch> batch_;  // the graph-batched loop's graph, of one config
+  std::string batch_refused_;
 };
 
 }  // namespace tunebench

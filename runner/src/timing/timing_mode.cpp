@@ -22,8 +22,10 @@ std::optional<TimingMode> parse_timing_mode(std::string_view name) {
   return std::nullopt;
 }
 
-std::string timing_mode_choices() {
-  const auto& names = timing_mode_names();
+namespace {
+
+template <typename Names>
+std::string choices(const Names& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
     out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
@@ -32,6 +34,31 @@ std::string timing_mode_choices() {
   return out;
 }
 
+}  // namespace
+
+std::string timing_mode_choices() { return choices(timing_mode_names()); }
+
 bool uses_cupti(TimingMode mode) { return mode != TimingMode::kEvent; }
+
+const std::vector<TimingLoopName>& timing_loop_names() {
+  static const std::vector<TimingLoopName> names = {{TimingLoop::kGraph, "graph"}, {TimingLoop::kEager, "eager"}};
+  return names;
+}
+
+const char* to_string(TimingLoop loop) {
+  for (const auto& n : timing_loop_names()) {
+    if (n.loop == loop) return n.name;
+  }
+  return "unknown";
+}
+
+std::optional<TimingLoop> parse_timing_loop(std::string_view name) {
+  for (const auto& n : timing_loop_names()) {
+    if (name == n.name) return n.loop;
+  }
+  return std::nullopt;
+}
+
+std::string timing_loop_choices() { return choices(timing_loop_names()); }
 
 }  // namespace tunebench

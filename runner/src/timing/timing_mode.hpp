@@ -35,4 +35,27 @@ std::string timing_mode_choices();
 /// Whether `mode` reads kernel durations from CUPTI (kernel, cudagraph).
 bool uses_cupti(TimingMode mode);
 
+/// How Google Benchmark's timing loop launches a GPU op's runs in the CUPTI modes (kernel,
+/// cudagraph). docs/timing.md, "Graph-batched loop".
+enum class TimingLoop {
+  kGraph,  ///< batches of runs captured once into a CUDA graph and launched as one graph
+  kEager,  ///< one launch (or per-run graph replay) per iteration, as before graph batching
+};
+
+/// Every loop with its name, the one table the flag parser and the JSON context read.
+struct TimingLoopName {
+  TimingLoop loop;
+  const char* name;  ///< "graph", "eager"
+};
+const std::vector<TimingLoopName>& timing_loop_names();
+
+/// The name of `loop` in timing_loop_names().
+const char* to_string(TimingLoop loop);
+
+/// The loop called `name`, or nothing for a name not in the table.
+std::optional<TimingLoop> parse_timing_loop(std::string_view name);
+
+/// The accepted names joined for messages: "graph or eager".
+std::string timing_loop_choices();
+
 }  // namespace tunebench

@@ -1,0 +1,45 @@
+#include "report/timing_stage.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "common/atomic_file.hpp"
+#include "common/c_numbers.hpp"
+
+namespace tunebench {
+
+std::vector<ContextEntry> timing_context(const TimingStageStats& stats) {
+  return {{"tunebench_timing_seconds", c_number(stats.seconds)},
+          {"tunebench_timing_kernel_seconds", c_number(stats.kernel_seconds())},
+          {"tunebench_timing_busy_fraction", c_number(stats.busy())},
+          {"tunebench_timing_runs", std::to_string(static_cast<long long>(stats.runs()))}};
+}
+
+std::string timing_summary(const TimingStageStats& stats) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "bench: timing: %.1f s kernel time in %.1f s (%.0f%% busy), %zu %s, %.3g timed runs\n",
+                stats.kernel_seconds(), stats.seconds, 100 * stats.busy(), stats.benchmarks.size(),
+                stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks", stats.runs());
+  return line;
+}
+
+void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats) {
+  nlohmann::json doc;
+  doc["seconds"] = stats.seconds;
+  doc["kernel_seconds"] = stats.kernel_seconds();
+  doc["busy_fraction"] = stats.busy();
+  doc["runs"] = stats.runs();
+  auto& list = doc["benchmarks"] = nlohmann::json::array();
+  for (const auto& b : stats.benchmarks) {
+    list.push_back({{"name", b.name},
+                    {"seconds", b.seconds},
+                    {"kernel_seconds", b.kernel_seconds},
+                    {"busy_fraction", b.seconds > 0 ? b.kernel_seconds / b.seconds : 0},
+                    {"runs", b.runs}});
+  }
+  write_file_atomically(file, doc.dump(2) + "\n");
+}
+
+}  // namespace tunebench

@@ -1,0 +1,28 @@
+#pragma once
+// The timing stage's figures as bench reports them: a line on stderr, entries of the JSON
+// context, and timing_stage.json in the run directory (docs/timing.md, "The timing stage's
+// figures").
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/context_entry.hpp"
+#include "timing/stage_stats.hpp"
+
+namespace tunebench {
+
+/// tunebench_timing_seconds (the stage's wall), tunebench_timing_kernel_seconds (the measured
+/// time of every timed run, iteration-count probes and repetitions included),
+/// tunebench_timing_busy_fraction (the second over the first) and tunebench_timing_runs.
+std::vector<ContextEntry> timing_context(const TimingStageStats& stats);
+
+/// "bench: timing: 93.1 s kernel time in 101.2 s (92% busy), 120 benchmarks, 6.2e+06 timed runs\n".
+std::string timing_summary(const TimingStageStats& stats);
+
+/// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they
+/// ran, name, seconds, kernel_seconds, busy_fraction and runs. Throws std::runtime_error when it
+/// cannot be written.
+void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats);
+
+}  // namespace tunebench
