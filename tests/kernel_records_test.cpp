@@ -97,23 +97,34 @@ TEST(KernelRecords, SurplusGraphRecordsAreCountedNotAdded) {
   EXPECT_EQ(t.unattributed, 1u);
 }
 
-TEST(KernelRecords, ABatchGraphsRunsAreDealtOneWindowEachByTheirKernelCounts) {
+TEST(KernelRecords, ABatchGraphsRunsAreDealtTheirKernelsInStartOrder) {
   // The graph-batched loop: a graph of three runs (1, 2 and 1 kernels) launched twice, outside
-  // every window (its launch ids 77 and 78 are in none), and one window per run holding only
-  // the graph. Records come out of order, with the launch's correlation id and the graph id.
+  // every window. Records come out of order, with the launch's correlation id and the graph id.
   const std::vector<std::size_t> per_run = {1, 2, 1};
-  std::vector<WindowIds> windows;
-  for (int launch = 0; launch < 2; ++launch) {
-    for (const auto k : per_run) windows.push_back({{}, {GraphLaunch{3, 9, k}}});
-  }
   std::vector<KernelRecord> records;
   for (std::uint64_t i = 0; i < 8; ++i) {
     const std::uint32_t launch_id = i < 4 ? 77 : 78;
     records.push_back({1000 * (i + 1), 1000 * (i + 1) + 10 * (i + 1), launch_id, 3});
   }
   std::swap(records[0], records[5]);
-  const auto t = attribute(records, windows);
+  const auto t = tunebench::attribute_graph_runs(records, GraphLaunch{3, 9, 8}, per_run, 2);
   ASSERT_EQ(t.kernels, (std::vector<std::size_t>{1, 2, 1, 1, 2, 1}));
   EXPECT_EQ(t.ns, (std::vector<std::int64_t>{10, 20 + 30, 40, 50, 60 + 70, 80}));
   EXPECT_EQ(t.unattributed, 0u);
+}
+
+TEST(KernelRecords, ABatchDropsBadRecordsAndLeavesOtherWorkOut) {
+  // Records under the executable graph's id (9); an invalid one, a duplicate, a kernel of the
+  // L2 flush or of another graph: none reaches a run, each is counted where it belongs. The
+  // last run gets no record: the caller sees 0 kernels and ends the benchmark.
+  const std::vector<KernelRecord> records = {{100, 150, 1, 9}, {100, 150, 1, 9},  // the same record twice
+                                             {0, 0, 1, 9},                        // invalid
+                                             {200, 260, 1, 9}, {50, 90, 5, 0},    // harness work
+                                             {300, 400, 1, 4}};                   // another graph
+  const auto t = tunebench::attribute_graph_runs(records, GraphLaunch{3, 9, 3}, {1}, 3);
+  EXPECT_EQ(t.ns, (std::vector<std::int64_t>{50, 60, 0}));
+  EXPECT_EQ(t.kernels, (std::vector<std::size_t>{1, 1, 0}));
+  EXPECT_EQ(t.invalid, 1u);
+  EXPECT_EQ(t.duplicates, 1u);
+  EXPECT_EQ(t.unattributed, 2u);
 }

@@ -17,11 +17,12 @@ std::vector<ContextEntry> timing_context(const TimingStageStats& stats) {
 }
 
 std::string timing_summary(const TimingStageStats& stats) {
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
-                "bench: timing: %.1f s kernel time in %.1f s (%.0f%% busy), %zu %s, %.3g timed runs\n",
-                stats.kernel_seconds(), stats.seconds, 100 * stats.busy(), stats.benchmarks.size(),
-                stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks", stats.runs());
+                "bench: timing: %.1f s kernel time in %.1f s (%.0f%% busy; %.1f s preparing workloads and choosing "
+                "configs), %zu %s, %.3g timed runs\n",
+                stats.kernel_seconds(), stats.seconds, 100 * stats.busy(), stats.prepare_seconds(),
+                stats.benchmarks.size(), stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks", stats.runs());
   return line;
 }
 
@@ -31,10 +32,12 @@ void write_timing_stage(const std::filesystem::path& file, const TimingStageStat
   doc["kernel_seconds"] = stats.kernel_seconds();
   doc["busy_fraction"] = stats.busy();
   doc["runs"] = stats.runs();
+  doc["prepare_seconds"] = stats.prepare_seconds();
   auto& list = doc["benchmarks"] = nlohmann::json::array();
   for (const auto& b : stats.benchmarks) {
     list.push_back({{"name", b.name},
                     {"seconds", b.seconds},
+                    {"prepare_seconds", b.prepare_seconds},
                     {"kernel_seconds", b.kernel_seconds},
                     {"busy_fraction", b.seconds > 0 ? b.kernel_seconds / b.seconds : 0},
                     {"runs", b.runs}});

@@ -17,11 +17,12 @@ namespace tunebench {
 /// tunebench_timing_busy_fraction (the second over the first) and tunebench_timing_runs.
 std::vector<ContextEntry> timing_context(const TimingStageStats& stats);
 
-/// "bench: timing: 93.1 s kernel time in 101.2 s (92% busy), 120 benchmarks, 6.2e+06 timed runs\n".
+/// "bench: timing: 93.1 s kernel time in 101.2 s (92% busy; 3.1 s preparing workloads and choosing
+/// configs), 120 benchmarks, 6.2e+06 timed runs\n".
 std::string timing_summary(const TimingStageStats& stats);
 
 /// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they
-/// ran, name, seconds, kernel_seconds, busy_fraction and runs. Throws std::runtime_error when it
+/// ran, name, seconds, prepare_seconds, kernel_seconds, busy_fraction and runs. Throws std::runtime_error when it
 /// cannot be written.
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats);
 

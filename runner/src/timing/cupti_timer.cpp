@@ -136,15 +136,6 @@ void CuptiTimer::launched(const GraphLaunch& graph) {
   windows_.back().graphs.push_back(graph);
 }
 
-void CuptiTimer::graph_runs(const GraphLaunch& launch, const std::vector<std::size_t>& kernels_per_run) {
-  if (t_window) throw std::logic_error("CuptiTimer::graph_runs inside an open window");
-  for (const std::size_t kernels : kernels_per_run) {
-    begin();
-    t_window = nullptr;
-    windows_.back().graphs.push_back({launch.graph_id, launch.exec_id, kernels});
-  }
-}
-
 GraphLaunch CuptiTimer::graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, std::size_t kernels) {
   GraphLaunch g;
   g.kernels = kernels;
@@ -167,8 +158,10 @@ void CuptiTimer::discard() noexcept {
   g_records.clear();
 }
 
-WindowTimes CuptiTimer::collect() {
-  t_window = nullptr;
+namespace {
+
+// Every record CUPTI holds, once the device is idle. Throws when CUPTI dropped records.
+std::vector<KernelRecord> delivered_records() {
   // Synchronize first: a forced flush of a kernel still running can deliver it with end = 0.
   TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -180,13 +173,26 @@ WindowTimes CuptiTimer::collect() {
     std::lock_guard<std::mutex> lock(g_mutex);
     records.swap(g_records);
   }
-  auto windows = std::move(windows_);
-  windows_.clear();
   if (r == CUPTI_SUCCESS && dropped > 0) {
     throw std::runtime_error("CUPTI dropped " + std::to_string(dropped) +
                              " activity records: times would be undercounted");
   }
-  return attribute(records, windows);
+  return records;
+}
+
+}  // namespace
+
+WindowTimes CuptiTimer::collect() {
+  t_window = nullptr;
+  auto windows = std::move(windows_);
+  windows_.clear();
+  return attribute(delivered_records(), windows);
+}
+
+WindowTimes CuptiTimer::collect_graph_runs(const GraphLaunch& graph, const std::vector<std::size_t>& kernels_per_run,
+                                           std::size_t launches) {
+  if (t_window || !windows_.empty()) throw std::logic_error("CuptiTimer::collect_graph_runs with windows pending");
+  return attribute_graph_runs(delivered_records(), graph, kernels_per_run, launches);
 }
 
 }  // namespace tunebench

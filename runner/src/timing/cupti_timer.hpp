@@ -42,13 +42,12 @@ class CuptiTimer {
   /// kernels by graph, not by the launch call, so attribution needs it. Throws
   /// std::logic_error when no window was opened.
   void launched(const GraphLaunch& graph);
-  /// Adds one closed window per run of a graph of several runs launched since the last window
-  /// closed, outside every window (so its launch call's correlation id places none of its
-  /// kernels): run i's window holds `launch` with kernels_per_run[i] kernels, and attribution by
-  /// graph deals the graph's records, in start order, to the runs in order. Exact when the
-  /// graph's runs execute one after another (a chain), as a capture of runs on one stream does.
-  /// Throws std::logic_error when a window is open.
-  void graph_runs(const GraphLaunch& launch, const std::vector<std::size_t>& kernels_per_run);
+  /// Waits for the device, forces CUPTI to deliver every record, and attributes them to the runs
+  /// of `launches` launches of `graph` made since the last collect, outside every window
+  /// (attribute_graph_runs: run i of a launch runs kernels_per_run[i] kernels). Throws
+  /// std::logic_error when windows are pending, std::runtime_error if CUPTI dropped records.
+  WindowTimes collect_graph_runs(const GraphLaunch& graph, const std::vector<std::size_t>& kernels_per_run,
+                                 std::size_t launches);
   /// The ids under which CUPTI reports the kernels of `exec` (instantiated from `graph`), which
   /// runs `kernels` kernel nodes per launch. Throws std::runtime_error if CUPTI cannot say.
   static GraphLaunch graph_launch(cudaGraph_t graph, cudaGraphExec_t exec, std::size_t kernels);

@@ -59,4 +59,46 @@ WindowTimes attribute(const std::vector<KernelRecord>& records, const std::vecto
   return out;
 }
 
+WindowTimes attribute_graph_runs(std::vector<KernelRecord> records, const GraphLaunch& graph,
+                                 const std::vector<std::size_t>& kernels_per_run, std::size_t launches) {
+  WindowTimes out;
+  const std::size_t runs = kernels_per_run.size() * launches;
+  out.ns.assign(runs, 0);
+  out.kernels.assign(runs, 0);
+  const auto invalid = [](const KernelRecord& r) { return r.start_ns == 0 || r.end_ns == 0 || r.end_ns < r.start_ns; };
+  const auto valid_end = std::remove_if(records.begin(), records.end(), invalid);
+  out.invalid = static_cast<std::size_t>(records.end() - valid_end);
+  records.erase(valid_end, records.end());
+  const auto key = [](const KernelRecord& r) { return std::make_tuple(r.correlation_id, r.start_ns, r.end_ns); };
+  std::sort(records.begin(), records.end(),
+            [&](const KernelRecord& a, const KernelRecord& b) { return key(a) < key(b); });
+  const auto unique_end = std::unique(records.begin(), records.end(),
+                                      [&](const KernelRecord& a, const KernelRecord& b) { return key(a) == key(b); });
+  out.duplicates = static_cast<std::size_t>(records.end() - unique_end);
+  records.erase(unique_end, records.end());
+  // CUPTI reports a graph's kernels under one of its two ids: the first that has records.
+  std::uint32_t id = 0;
+  for (const auto candidate : {graph.graph_id, graph.exec_id}) {
+    if (candidate != 0 &&
+        std::any_of(records.begin(), records.end(), [&](const KernelRecord& r) { return r.graph_id == candidate; })) {
+      id = candidate;
+      break;
+    }
+  }
+  const auto theirs_end = std::partition(records.begin(), records.end(),
+                                         [&](const KernelRecord& r) { return id != 0 && r.graph_id == id; });
+  out.unattributed = static_cast<std::size_t>(records.end() - theirs_end);
+  std::sort(records.begin(), theirs_end,
+            [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  auto next = records.begin();
+  for (std::size_t run = 0; run < runs && next != theirs_end; ++run) {
+    for (std::size_t k = 0; k < kernels_per_run[run % kernels_per_run.size()] && next != theirs_end; ++k, ++next) {
+      out.ns[run] += static_cast<std::int64_t>(next->end_ns - next->start_ns);
+      ++out.kernels[run];
+    }
+  }
+  out.unattributed += static_cast<std::size_t>(theirs_end - next);
+  return out;
+}
+
 }  // namespace tunebench

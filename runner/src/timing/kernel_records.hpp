@@ -57,4 +57,15 @@ struct WindowTimes {
 /// Windows are in the order they were opened; a correlation id appears in at most one window.
 WindowTimes attribute(const std::vector<KernelRecord>& records, const std::vector<WindowIds>& windows);
 
+/// Attributes the records of `launches` launches of one graph whose runs execute one after
+/// another (a chain, as a capture of runs on one stream makes), run i of each launch running
+/// kernels_per_run[i] kernels: the records of the graph (graph or executable-graph id, the
+/// first that has records), in start order, are dealt to the runs in launch order, each taking
+/// its kernel count. One "window" per run (launches x kernels_per_run.size(), in order); other
+/// records are unattributed; invalid and duplicate records are dropped and counted as in
+/// attribute(). Nothing is kept per run but its sum and count, so a launch of 100,000 runs costs
+/// a sort of its records.
+WindowTimes attribute_graph_runs(std::vector<KernelRecord> records, const GraphLaunch& graph,
+                                 const std::vector<std::size_t>& kernels_per_run, std::size_t launches);
+
 }  // namespace tunebench

@@ -438,16 +438,12 @@ std::optional<LoopTotal> OpTiming::batch_loop(benchmark::State& state, const Bat
   const auto n = static_cast<std::size_t>(state.max_iterations);
   const std::size_t per_launch = b.kernels.size();
   const std::size_t launches = (n + per_launch - 1) / per_launch;
-  cupti_->reserve(launches * per_launch);
   WindowTimes t;
   try {
     // All launches first, outside every window: the GPU runs them back to back while the host
-    // waits in collect(); no launch gap between runs.
-    for (std::size_t l = 0; l < launches; ++l) {
-      TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(b.exec, stream()));
-      cupti_->graph_runs(b.ids, b.kernels);
-    }
-    t = cupti_->collect();
+    // waits in the collection; no launch gap between runs.
+    for (std::size_t l = 0; l < launches; ++l) TUNEBENCH_CUDA_CHECK(cudaGraphLaunch(b.exec, stream()));
+    t = cupti_->collect_graph_runs(b.ids, b.kernels, launches);
   } catch (...) {
     cupti_->discard();
     throw;

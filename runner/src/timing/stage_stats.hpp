@@ -14,19 +14,22 @@ namespace tunebench {
 struct TimingStageStats {
   /// One benchmark's share.
   struct Benchmark {
-    std::string name;           ///< the family's name
-    double seconds = 0;         ///< wall time of its calls (preparation and config choice included)
-    double kernel_seconds = 0;  ///< measured time of its timed runs (manual time it reported)
-    double runs = 0;            ///< timed runs (iterations) of its calls
+    std::string name;            ///< the family's name
+    double seconds = 0;          ///< wall time of its calls (preparation and config choice included)
+    double prepare_seconds = 0;  ///< of which preparing its workload and choosing its config
+    double kernel_seconds = 0;   ///< measured time of its timed runs (manual time it reported)
+    double runs = 0;             ///< timed runs (iterations) of its calls
   };
   std::vector<Benchmark> benchmarks;  ///< in the order they first ran
   double seconds = 0;                 ///< wall time of the stage (RunSpecifiedBenchmarks)
-  /// Adds one call of benchmark `name`: `wall_s` of wall, `measured_s` measured over `call_runs`.
-  void add(const std::string& name, double wall_s, double measured_s, double call_runs) {
+  /// Adds one call of benchmark `name`: `wall_s` of wall (`prepare_s` of it preparing), `measured_s`
+  /// measured over `call_runs`.
+  void add(const std::string& name, double wall_s, double prepare_s, double measured_s, double call_runs) {
     const auto [it, added] = index_.emplace(name, benchmarks.size());
-    if (added) benchmarks.push_back({name, 0, 0, 0});
+    if (added) benchmarks.push_back({name, 0, 0, 0, 0});
     auto& b = benchmarks[it->second];
     b.seconds += wall_s;
+    b.prepare_seconds += prepare_s;
     b.kernel_seconds += measured_s;
     b.runs += call_runs;
   }
@@ -34,6 +37,11 @@ struct TimingStageStats {
   double kernel_seconds() const {
     double s = 0;
     for (const auto& b : benchmarks) s += b.kernel_seconds;
+    return s;
+  }
+  double prepare_seconds() const {
+    double s = 0;
+    for (const auto& b : benchmarks) s += b.prepare_seconds;
     return s;
   }
   double runs() const {
