@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "common/c_numbers.hpp"
 #include "common/one_line.hpp"
@@ -155,8 +157,10 @@ std::string loop_tuning_summary(const LoopTuning& t, const std::string& strategy
 // completed (figures, replay markers, baseline speedups).
 int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopState& loop, const Invocation& inv,
                  const std::string& out_file, const std::string& results, const BencherFile& dashboard,
-                 const std::vector<Family>& families, bool tuned_in_loop) {
-  std::vector<ContextEntry> entries = timing_context(loop.stats);
+                 const std::vector<Family>& families, bool tuned_in_loop, const std::vector<ContextEntry>& setup) {
+  std::vector<ContextEntry> entries = setup;
+  const auto timing = timing_context(loop.stats);
+  entries.insert(entries.end(), timing.begin(), timing.end());
   std::string summary = timing_summary(loop.stats);
   if (tuned_in_loop) {
     const auto tuning = loop_tuning_context(loop.tuning);
@@ -184,7 +188,48 @@ int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopS
   return 0;
 }
 
+// Seconds since this process was started (exec), from /proc; 0 where /proc cannot say. Resolution
+// 1/CLK_TCK (10 ms).
+double seconds_since_exec() {
+  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  double up = 0;
+  uptime >> up;
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || !uptime) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {
+  }
+  unsigned long long start_ticks = 0;
+  if (!(fields >> start_ticks)) return 0;
+  const long ticks = sysconf(_SC_CLK_TCK);
+  return ticks > 0 ? std::max(0.0, up - static_cast<double>(start_ticks) / static_cast<double>(ticks)) : 0;
+}
+
+// Where the process's time went before, in and after its two stages, for the line bench prints
+// last: what an A/B's replay processes pay besides their measurement (docs/ab-method.md).
+struct ProcessClock {
+  using clock = std::chrono::steady_clock;
+  clock::time_point main_entered = clock::now();
+  double exec_to_main = seconds_since_exec();
+  double cuda_s = 0, setup_s = 0, sweep_s = 0, timing_s = 0;
+  clock::time_point sweep_started, timing_started;
+  static double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+  std::string line() const {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "bench: process: %.2f s to main, %.2f s setting up (of which %.2f s the devices, CUDA and the "
+                  "cache), %.1f s sweeping, "
+                  "%.1f s timing, %.2f s finishing\n",
+                  exec_to_main, setup_s, cuda_s, sweep_s, timing_s,
+                  std::max(0.0, since(main_entered) - setup_s - sweep_s - timing_s));
+    return text;
+  }
+};
+
 int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
+  ProcessClock process;
   use_c_numbers();                       // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
   const MpiSession* mpi = MpiSession::start(inv.launch_settings());  // before any CUDA call: it picks the GPU
@@ -207,11 +252,13 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (benchmark::ReportUnrecognizedArguments(*inv.argc(), inv.argv())) return 2;
 
   const auto families = plan_families(ops, s);  // plan
+  const auto cuda_started = ProcessClock::clock::now();
   const GpuProbe gpu = probe_gpus();
   std::string notice;
   const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d, notice);
   if (!selects_any(families, filter)) return leader ? no_match(filter) : 1;  // before anything is written
   const auto context = make_context(s, gpu, ops, inv.listing() || !leader);  // a rank's child has the cache
+  process.cuda_s = ProcessClock::since(cuda_started);
   if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
   if (!inv.listing()) benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
   if (s.shard >= 0) return run_shard(families, *context, s);
@@ -229,7 +276,10 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   add_run_context(*context, s, gpu, ops);
   const std::string results = out_file.empty() ? "" : std::filesystem::absolute(out_file).string();
   if (dir.claimed()) dir.write_manifest(*context, *loop->record, *loop->choices, inv, results, false);
+  process.setup_s = ProcessClock::since(process.main_entered);
+  process.sweep_started = ProcessClock::clock::now();
   if (sweep.executor) sweep_stage(inv, sweep, families, filter, *context, *loop->choices);
+  process.sweep_s = ProcessClock::since(process.sweep_started);
 
   // Settle configs and time: each benchmark's config is chosen (replayed, cached, or tuned now)
   // right before its own timing loop, by the registered body.
@@ -241,14 +291,18 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   const auto timing_started = std::chrono::steady_clock::now();
   const std::size_t matched = time_stage(inv, families, filter, dir, out_file, dashboard);
   loop->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timing_started).count();
+  process.timing_s = loop->stats.seconds;
   loop->last.release();  // the last benchmark's device memory, while CUDA is still up
   benchmark::Shutdown();
   if (inv.listing()) return matched == 0 ? no_match(filter) : 0;
   const bool tuned_in_loop = sweep.executor && !sweep.executor->sweeps_up_front();
-  if (const int rc = finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families, tuned_in_loop);
+  const std::vector<ContextEntry> setup{{"tunebench_setup_seconds", c_number(process.exec_to_main + process.setup_s)}};
+  if (const int rc =
+          finish_stage(dir, *context, *loop, inv, out_file, results, dashboard, families, tuned_in_loop, setup);
       rc != 0) {
     return rc;
   }
+  std::cerr << process.line();
   return matched == 0 ? no_match(filter) : 0;
 }
 
