@@ -20,9 +20,10 @@
 # Beside it, under TUNEBENCH_RUNS, stay the 4K+1 run directories bench made (the record run and
 # each replay). Benchmarks that failed in a process are left out of the verdict and named in it.
 # The CPU op uses every core (OpenMP): on a busy machine OMP_NUM_THREADS=1 steadies its A/B.
-# Both values and the arguments are first tried by bench --benchmark_list_tests (a value bench
-# refuses is one line before the record run); the record run runs in the caller's environment as
-# it is. An A/B stopped before its verdict removes its folder and names the run directories it
+# Before the record run, bench --tunebench_check=1 checks the arguments with the caller's
+# environment as it is (the record run's) and with each value (the sides'): the settings, the
+# shapes, the filter, the config cache (opened read-only), REPLAY_FROM, the runs folder and the
+# devices the sweep needs, so a value bench refuses is its one line before anything runs. An A/B stopped before its verdict removes its folder and names the run directories it
 # leaves. BENCH (default build/bench/bench) and the usual TUNEBENCH_* variables are honoured; COMPARE_PY and
 # PYTHON (which must import scipy) as for scripts/compare_results.sh. A bench failure ends the A/B
 # with bench's exit status (2: bad usage or input, in bench's own line).
@@ -157,19 +158,22 @@ cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
 }
 trap cleanup EXIT
 
-# Both values and the arguments are tried by a listing before any run, so that a value bench
-# refuses (or a filter that selects nothing) is one line, not a failure after the record run.
-values=("$a")
-[ "$b" = "$a" ] || values+=("$b")
-for value in "${values[@]}"; do
+# The record run's environment and both values are checked by bench before any run (everything a
+# run checks before it measures: bench --tunebench_check=1), so that a value bench refuses, a cache
+# it cannot use or a filter that selects nothing is one line, not a failure after the record run.
+# (A side's replay also gets REPLAY_FROM, which names the record run, not made yet: checked then.)
+settings=("" "$var=$a")  # "": the caller's environment as it is
+[ "$b" = "$a" ] || settings+=("$var=$b")
+for setting in "${settings[@]}"; do
   rc=0
-  env "$var=$value" "$bench" "${args[@]}" --benchmark_list_tests >/dev/null 2>"$log" || rc=$?
+  env ${setting:+"$setting"} "$bench" "${args[@]}" --tunebench_check=1 >/dev/null 2>"$log" || rc=$?
   if [ $rc != 0 ]; then
     cat "$log" >&2
     # bench's own line says what was wrong (status 2, or 1 for a filter matching nothing); a
     # status without a line, or any other, gets which step it was.
     if ! [ -s "$log" ] || { [ $rc != 2 ] && [ $rc != 1 ]; }; then
-      echo "ab_test: bench's listing with $var=$value failed (bench's exit status $rc)" >&2
+      what=${setting:-your environment as it is}
+      echo "ab_test: bench's check with $what failed (bench's exit status $rc)" >&2
     fi
     exit $rc
   fi

@@ -55,6 +55,51 @@ def fail(message):
     sys.exit(2)
 
 
+def kind_of(path):
+    """What `path` is, for one-line messages ("a FIFO (named pipe)", "a regular file", ...); None
+    when nothing is there. A symbolic link is what it leads to, or says that it leads nowhere."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return None
+    except OSError as e:
+        return f"unreadable ({e.strerror or e})"
+    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+INPUTS = "expected a run directory, a Google Benchmark JSON file or an A/B folder"
+
+
+def require_regular(path, expected):
+    """Stops plot.py when something other than a regular file is at `path` (a FIFO would block the
+    read); True when a regular file is there, False when nothing is."""
+    kind = kind_of(path)
+    if kind is not None and kind != "a regular file":
+        fail(f"{path}: {kind}, {expected}")
+    return kind is not None
+
+
+def check_out_folder(out):
+    """--out must be a folder, or a name where one can be made: the first of it and the folders
+    above it that is there must be a folder (not a file, nor a link that leads nowhere)."""
+    there = out
+    while there and not os.path.lexists(there):
+        there = os.path.dirname(there.rstrip(os.sep)) if there.rstrip(os.sep) else ""
+    if not there:
+        return
+    kind = kind_of(there)
+    if kind != "a folder":
+        where = "" if there == out else f" ({there})"
+        fail(f"--out {out}: {kind}{where}, expected a folder (or a new folder's name) to write the pictures into")
+
+
 def load_results(path):
     """The Google Benchmark JSON at `path`; one line and exit 2 for anything else."""
     try:
@@ -106,6 +151,8 @@ def run_results(folder):
     (a run made with --benchmark_out=FILE); None for a folder that is no run directory."""
     results = os.path.join(folder, "results.json")
     manifest = os.path.join(folder, "manifest.json")
+    for name in (results, manifest):
+        require_regular(name, "expected a regular file (a run directory's)")
     if os.path.isfile(results) or not os.path.isfile(manifest):
         return results if os.path.isfile(results) else None
     try:
@@ -119,7 +166,7 @@ def run_results(folder):
     if not named:
         fail(f"{manifest}: 'results' is empty (the run wrote no results file), expected a run with JSON results")
     path = os.path.join(folder, named)  # an absolute name stays as it is
-    if not os.path.isfile(path):
+    if not require_regular(path, f"expected the results file {manifest} names, a regular file"):
         fail(f"{manifest}: the results file it names, {path}, does not exist")
     return path
 
@@ -415,8 +462,14 @@ def main():
     # one leaves nothing behind.
     jobs, seen = [], set()
     for given in args.inputs:
-        verdict = given if os.path.basename(given) == "verdict.json" else os.path.join(given, "verdict.json")
-        if os.path.isfile(verdict):
+        kind = kind_of(given)
+        if kind is None:
+            fail(f"{given}: no such file or folder, {INPUTS}")
+        if kind not in ("a folder", "a regular file"):
+            fail(f"{given}: {kind}, {INPUTS}")
+        verdict = given if os.path.basename(given) == "verdict.json" else \
+            os.path.join(given, "verdict.json") if kind == "a folder" else None
+        if verdict and require_regular(verdict, "expected a regular file (an A/B folder's verdict)"):
             folder = os.path.dirname(os.path.abspath(verdict))
             source = os.path.realpath(verdict)
             if source not in seen:
@@ -431,13 +484,11 @@ def main():
                      f"its results file) nor verdict.json (an A/B folder)")
             folder = given
             name = os.path.basename(os.path.abspath(given))
-        elif os.path.isfile(given):
+        else:
             results = given
             run_dir = folder = os.path.dirname(os.path.abspath(results))
             name = os.path.basename(folder) if os.path.basename(results) == "results.json" \
                 else os.path.splitext(os.path.basename(results))[0]
-        else:
-            fail(f"{given}: no such file or folder")
         source = os.path.realpath(results)
         if source in seen:
             continue
@@ -466,6 +517,7 @@ def main():
         tags.append(f"-{tag}")
     jobs = [(kind, what, (out_dir, tag)) for (kind, what, out_dir, _), tag in zip(jobs, tags)]
     if args.out:
+        check_out_folder(args.out)
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as e:

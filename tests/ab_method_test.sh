@@ -93,7 +93,7 @@ assert len(v["benchmarks"]) == 4, len(v["benchmarks"])
 PY
 
 # A replay that fails: which process, in ab_test's words, with bench's exit status passed through.
-printf '#!/bin/sh\ncase "$*" in *--benchmark_list_tests*) ;; *) if [ "${AB_X:-}" = 2 ]; then echo "bench: failed on purpose" >&2; exit 3; fi ;; esac\nexec "%s" "$@"\n' \
+printf '#!/bin/sh\ncase "$*" in *--tunebench_check=1*) ;; *) if [ "${AB_X:-}" = 2 ]; then echo "bench: failed on purpose" >&2; exit 3; fi ;; esac\nexec "%s" "$@"\n' \
   "$bench" >"$work/failing-bench"
 chmod +x "$work/failing-bench"
 set +e
@@ -138,7 +138,12 @@ BENCH=$work|X 0 1|^ab_test: no bench at $work
 TUNEBENCH_RUNS=/dev/null|X 0 1 ${common[*]}|^ab_test: TUNEBENCH_RUNS=/dev/null: expected a folder
 |TUNEBENCH_RUNS $work/r1 $work/r2|^ab_test: TUNEBENCH_RUNS holds the A/B
 TUNEBENCH_RUNS=$work/made/for/it|TUNEBENCH_FAULT_INJECT none slowdown=x ${common[*]}|^bench: TUNEBENCH_FAULT_INJECT='slowdown=x': 
+|TUNEBENCH_CACHE $work/side-a.sqlite $work ${common[*]}|^bench: config cache $work: 
+CUDA_VISIBLE_DEVICES=0|PARALLEL_WARMUP_GPUS 1 2 ${common[*]}|^bench: PARALLEL_WARMUP_GPUS=2 but only 1 device is visible
+|CUDA_VISIBLE_DEVICES 0 abc ${common[*]}|^bench: CUDA_VISIBLE_DEVICES='abc': entry 'abc' is not a device
+TUNEBENCH_CACHE=$work|X 0 1 ${common[*]}|^bench: config cache $work: 
 EOF
+[ ! -e "$work/side-a.sqlite" ] || fail "the check before an A/B made side A's cache"
 [ ! -e "$work/made" ] || fail "a refused A/B left the folders it made for TUNEBENCH_RUNS"
 # A BENCH that is not tunebench's (it names no run directory) is said so, not a silent exit.
 set +e
@@ -147,8 +152,8 @@ rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q "^ab_test: the record run: /bin/true named no run directory" "$work/bad.err" \
   || fail "BENCH=/bin/true: exit $rc, $(cat "$work/bad.err")"
-# A filter that selects nothing is bench's exit status 1 (as a plain bench run), found by the
-# listing before the record run.
+# A filter that selects nothing is bench's exit status 1 (as a plain bench run), found by bench's
+# check before the record run.
 set +e
 "$ab" X 0 1 --benchmark_filter=no_such_benchmark >/dev/null 2>"$work/bad.err"
 rc=$?

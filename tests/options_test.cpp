@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,8 +55,12 @@ TEST(Options, EnvironmentIsTheFallbackAndIsChecked) {
     Argv a({"bench"});
     EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").shapes, "/from/env");
   }
-  ::setenv("TUNEBENCH_SHAPES", "", 1);
-  EXPECT_NE(error_of({"bench"}).find("TUNEBENCH_SHAPES is set but empty"), std::string::npos);
+  ::setenv("TUNEBENCH_SHAPES", "", 1);  // empty is unset: the default
+  {
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").shapes, "default");
+  }
+  EXPECT_EQ(error_of({"bench", "--tunebench_shapes="}), "--tunebench_shapes='': expected a shape file or folder");
   ::unsetenv("TUNEBENCH_SHAPES");
   ::setenv("TUNEBENCH_SEED", "-3", 1);
   EXPECT_EQ(error_of({"bench"}), "TUNEBENCH_SEED='-3': expected a non-negative integer below 2^64");
@@ -136,7 +142,8 @@ TEST(Settings, UnknownFlagListsTheTablesFlags) {
   const std::string e = error_of({"bench", "--tunebench_nope=1"});
   EXPECT_EQ(e,
             "--tunebench_nope: unknown flag (tunebench flags: --tunebench_cache, --tunebench_timing, "
-            "--tunebench_cold_l2, --tunebench_timing_loop, --tunebench_seed, --tunebench_shapes, --tunebench_runs)");
+            "--tunebench_cold_l2, --tunebench_timing_loop, --tunebench_seed, --tunebench_shapes, --tunebench_runs, "
+            "--tunebench_check)");
 }
 
 TEST(Settings, ManifestRecordsEveryTableVariableThatIsSet) {
@@ -191,15 +198,17 @@ TEST(Settings, RowsKeepTheirNamedFields) {
   const auto runs = row("TUNEBENCH_RUNS", "");
   EXPECT_EQ(runs.flag, "--tunebench_runs");
   EXPECT_EQ(runs.flag_value, "DIR");
-  EXPECT_TRUE(runs.empty_is_unset && runs.documented && runs.manifest);
+  EXPECT_TRUE(runs.empty == tunebench::EmptyValue::kUnset && runs.documented && runs.manifest);
   const auto seed = row("TUNEBENCH_SEED", "");
-  EXPECT_FALSE(seed.empty_is_unset);
+  EXPECT_TRUE(seed.empty == tunebench::EmptyValue::kUnset);
   EXPECT_TRUE(seed.documented && seed.manifest && seed.parse);
+  const auto devices = row("CUDA_VISIBLE_DEVICES", "");  // CUDA's: empty hides every GPU
+  EXPECT_TRUE(devices.empty == tunebench::EmptyValue::kOwners && devices.documented && devices.manifest);
   const auto fault = row("TUNEBENCH_FAULT_INJECT", "");  // a test switch: recorded, not in the README
   EXPECT_FALSE(fault.documented);
   EXPECT_TRUE(fault.manifest);
   const auto tmp = row("TMPDIR", "");  // where scratch goes: neither
-  EXPECT_TRUE(tmp.empty_is_unset);
+  EXPECT_TRUE(tmp.empty == tunebench::EmptyValue::kUnset);
   EXPECT_FALSE(tmp.documented || tmp.manifest);
   const auto home = row("HOME", "");
   EXPECT_FALSE(home.documented || home.manifest || home.parse);
@@ -226,4 +235,139 @@ TEST(Settings, TheSweepRowReadsTheStrategyTable) {
   ::unsetenv("TUNEBENCH_SWEEP");
   EXPECT_EQ(sweep->default_text, "`" + tunebench::default_sweep_strategy() + "`");
   EXPECT_EQ(tunebench::Settings{}.sweep, tunebench::sweep_strategy_table().front().name);
+}
+
+namespace {
+
+// The settings a parse gave, field by field, for comparing two parses.
+std::string describe(const tunebench::Settings& s) {
+  std::string out =
+      s.shapes.string() + "|" + std::to_string(s.seed) + "|" + s.cache.string() + "|" +
+      std::to_string(static_cast<int>(s.space)) + "|" + to_string(s.timing) + "|" + std::to_string(s.cold_l2) + "|" +
+      std::to_string(s.warmup_gpus) + "|" + std::to_string(static_cast<int>(s.isolate_sweep)) + "|" + s.sweep + "|" +
+      std::to_string(s.hang_timeout_s) + "|" + s.runs.string() + "|" + s.runs_from + "|" + s.replay_from.string() +
+      "|" + s.kernel_cache.string() + "|" + (s.visible_devices ? "[" + *s.visible_devices + "]" : "unset") + "|" +
+      s.tmp_var + "|" + s.tmp_dir + "|" + std::to_string(s.fault.abort_shard) + s.fault.sticky_config +
+      s.fault.hang_config + std::to_string(s.fault.slowdown) + "|" + std::to_string(s.check_only);
+  for (const auto& [k, v] : s.launcher) out += "|" + k + "=" + v;
+  return out;
+}
+
+std::string parsed() {
+  Argv a({"bench"});
+  return describe(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default"));
+}
+
+}  // namespace
+
+// One rule for a variable set to "": unset, in every row of the table (the default applies, the
+// manifest leaves it out, setting_env answers nullptr), except where the variable's owner gives ""
+// a meaning of its own: CUDA's CUDA_VISIBLE_DEVICES (no GPU) and libgomp's OMP_NUM_THREADS
+// (invalid, so refused). Every row is tried, so a row added later follows the rule too.
+TEST(Settings, AnEmptyVariableIsUnsetInEveryRowUnlessItsOwnerSaysOtherwise) {
+  const auto table = tunebench::settings_table();
+  std::map<std::string, std::string> saved;
+  for (const auto& r : table) {
+    if (r.env.empty()) continue;
+    if (const char* v = std::getenv(r.env.c_str())) saved[r.env] = v;
+    ::unsetenv(r.env.c_str());
+  }
+  const std::string unset = parsed();
+  std::set<std::string> owners;
+  for (const auto& r : table) {
+    if (r.env.empty()) continue;
+    ::setenv(r.env.c_str(), "", 1);
+    const auto manifest = tunebench::manifest_environment();
+    if (r.empty == tunebench::EmptyValue::kUnset) {
+      EXPECT_EQ(error_of({"bench"}), "") << r.env;
+      EXPECT_EQ(parsed(), unset) << r.env << "= is not read as unset";
+      EXPECT_EQ(manifest.count(r.env), 0u) << r.env << "= is recorded in the manifest";
+      EXPECT_EQ(tunebench::setting_env(r.env), nullptr) << r.env;
+    } else {
+      owners.insert(r.env);
+      EXPECT_EQ(manifest.at(r.env), "") << r.env;
+      EXPECT_STREQ(tunebench::setting_env(r.env), "") << r.env;
+    }
+    ::unsetenv(r.env.c_str());
+  }
+  EXPECT_EQ(owners, (std::set<std::string>{"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"}));
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // CUDA: no device
+  {
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").visible_devices, std::string());
+  }
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::setenv("OMP_NUM_THREADS", "", 1);  // libgomp: invalid
+  EXPECT_NE(error_of({"bench"}).find("OMP_NUM_THREADS='': expected the host ops' OpenMP threads"), std::string::npos);
+  ::unsetenv("OMP_NUM_THREADS");
+  // A flag given empty has no "unset" to mean: its parser refuses it where a value is needed.
+  EXPECT_EQ(error_of({"bench", "--tunebench_cache="}), "--tunebench_cache='': expected a cache file");
+  EXPECT_EQ(error_of({"bench", "--tunebench_runs="}), "--tunebench_runs='': expected a folder");
+  for (const auto& [k, v] : saved) ::setenv(k.c_str(), v.c_str(), 1);
+}
+
+// CUDA_VISIBLE_DEVICES as CUDA reads it: device indices, GPU and MIG UUIDs; anything else, which
+// CUDA would silently stop at, is refused in one line naming the variable.
+TEST(Settings, VisibleDevicesAreReadAsCudaReadsThem) {
+  for (const char* good : {"0", "0,1", " 1 , 0", "-1", "6,-1,7", "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6",
+                           "GPU-8932f937", "MIG-c4f5d3b1-8c1e-5a9b-9b5e-0123456789ab",
+                           "MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0", "0,GPU-8932f937"}) {
+    ::setenv("CUDA_VISIBLE_DEVICES", good, 1);
+    Argv a({"bench"});
+    EXPECT_EQ(error_of({"bench"}), "") << good;
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").visible_devices, std::string(good));
+  }
+  for (const auto& [bad, entry] :
+       std::vector<std::pair<std::string, std::string>>{{"abc", "entry 'abc'"},
+                                                        {"0,abc", "entry 'abc'"},
+                                                        {"0,,1", "an empty entry"},
+                                                        {"0,", "an empty entry"},
+                                                        {"1.5", "entry '1.5'"},
+                                                        {"GPU-", "entry 'GPU-'"},
+                                                        {"GPU-xyz", "entry 'GPU-xyz'"},
+                                                        {"MIG-GPU-8932f937/1", "entry 'MIG-GPU-8932f937/1'"},
+                                                        {"gpu0", "entry 'gpu0'"},
+                                                        {"-", "entry '-'"}}) {
+    ::setenv("CUDA_VISIBLE_DEVICES", bad.c_str(), 1);
+    EXPECT_EQ(error_of({"bench"}), "CUDA_VISIBLE_DEVICES='" + bad + "': " + entry +
+                                       " is not a device: expected comma-separated device indices (0,1), GPU UUIDs "
+                                       "(GPU-8932f937-...) or MIG UUIDs (MIG-...), as CUDA reads them; empty or -1 "
+                                       "for no GPU");
+  }
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// OMP_NUM_THREADS as OpenMP defines it, checked at start like every setting (the manifest records it).
+TEST(Settings, OmpThreadsAreChecked) {
+  for (const char* good : {"1", "16", "4,2", " 2 ", "2147483647"}) {
+    ::setenv("OMP_NUM_THREADS", good, 1);
+    EXPECT_EQ(error_of({"bench"}), "") << good;
+    EXPECT_EQ(tunebench::manifest_environment().at("OMP_NUM_THREADS"), good);
+  }
+  for (const char* bad : {"abc", "0", "-1", "4,0", "4,", "+2", "2147483648", "1e3", " "}) {
+    ::setenv("OMP_NUM_THREADS", bad, 1);
+    EXPECT_EQ(error_of({"bench"}), "OMP_NUM_THREADS='" + std::string(bad) +
+                                       "': expected the host ops' OpenMP threads, a positive integer (or a "
+                                       "comma-separated list of them, one per nesting level)");
+  }
+  ::unsetenv("OMP_NUM_THREADS");
+}
+
+// Where the runs folder came from, so that its errors name the flag or the variable.
+TEST(Settings, TheRunsFolderKnowsItsSource) {
+  ::unsetenv("TUNEBENCH_RUNS");
+  {
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").runs_from, "");
+  }
+  ::setenv("TUNEBENCH_RUNS", "/r", 1);
+  {
+    Argv a({"bench"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").runs_from, "TUNEBENCH_RUNS");
+  }
+  {
+    Argv a({"bench", "--tunebench_runs=/f"});
+    EXPECT_EQ(tunebench::parse_settings(&a.argc, a.ptrs.data(), "default").runs_from, "--tunebench_runs");
+  }
+  ::unsetenv("TUNEBENCH_RUNS");
 }

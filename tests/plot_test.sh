@@ -139,4 +139,24 @@ for kind in link fifo folder; do
   [ "$(ls -A "$out")" = "$before" ] || fail "plot.py --out holding $what wrote there: $(ls -A "$out" | tr '\n' ' ')"
 done
 [ "$(cat "$work/outside.txt")" = keep ] || fail "plot.py wrote through a symbolic link in --out onto $work/outside.txt"
+# Each refusal gives its own reason, naming the input and what was expected: a FIFO given as the
+# input or as a run folder's results.json (never opened: the read would wait for a writer), and an
+# --out that names a file, a symbolic link that leads nowhere, or a path through a file.
+mkfifo "$work/fifo.json"
+mkdir "$work/fifo-run" && mkfifo "$work/fifo-run/results.json"
+touch "$work/a-file" && ln -s "$work/nowhere" "$work/dangling"
+for case in "$work/fifo.json|$work/fifo.json: a FIFO (named pipe), expected a run directory, a Google Benchmark JSON file or an A/B folder" \
+    "$work/fifo-run|$work/fifo-run/results.json: a FIFO (named pipe), expected a regular file" \
+    "$run_dir --out $work/a-file|--out $work/a-file: a regular file, expected a folder (or a new folder's name)" \
+    "$run_dir --out $work/dangling|--out $work/dangling: a symbolic link to $work/nowhere, which does not exist, expected a folder" \
+    "$run_dir --out $work/a-file/sub|--out $work/a-file/sub: a regular file ($work/a-file), expected a folder"; do
+  set +e
+  # shellcheck disable=SC2086  # the arguments are words
+  timeout 60 /usr/bin/python3 "$plot" ${case%%|*} >/dev/null 2>"$work/why.err" </dev/null
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && [ "$(wc -l <"$work/why.err")" = 1 ] && grep -qF "plot.py: ${case#*|}" "$work/why.err" \
+    || fail "plot.py ${case%%|*}: exit status $rc, expected 2 and '${case#*|}': $(cat "$work/why.err")"
+done
+[ -L "$work/dangling" ] && [ ! -e "$work/nowhere" ] && [ -f "$work/a-file" ] || fail "plot.py changed a refused --out"
 echo "plot.py: ok"

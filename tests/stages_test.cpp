@@ -168,7 +168,7 @@ TEST(Context, AStrategyTheTableLacksIsOneLineError) {
   auto s = tunebench::testing::settings_from_env();
   s.sweep = "fastest";
   try {
-    tunebench::make_context(s, tunebench::GpuProbe{0, "no device"}, ops, true);
+    tunebench::make_context(s, tunebench::GpuProbe{0, "no device"}, ops, tunebench::ContextFor::kListing);
     FAIL() << "no error for an unknown strategy";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "TUNEBENCH_SWEEP='fastest': expected " + tunebench::sweep_strategy_choices());

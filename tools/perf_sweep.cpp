@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
   const OpList ops = bench::builtin_ops();
   const auto families = plan_families(ops, settings);
   const BenchmarkFilter filter(filter_text);
-  const auto context = make_context(settings, probe_gpus(), ops, false);
+  const auto context = make_context(settings, probe_gpus(), ops, ContextFor::kRun);
   cache::ConfigCache a(caches[0], cache::ConfigCache::OnDamage::kThrow);
   cache::ConfigCache b(caches[1], cache::ConfigCache::OnDamage::kThrow);
   std::vector<Pair> pairs;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>  // program_invocation_short_name (glibc): the library's notes are the program's lines
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -321,7 +322,7 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
       throw SqliteError(name + "is empty: not a config cache yet (bench or tunebench-cache import makes one there)",
                         SQLITE_CANTOPEN);
     }
-    std::cerr << "tunebench: " << name << "is an empty file: starting a new cache in it\n";
+    std::cerr << program_invocation_short_name << ": " << name << "is an empty file: starting a new cache in it\n";
   }
   std::string problem;
   try {
@@ -368,8 +369,8 @@ void ConfigCache::move_aside(const std::string& problem) {
     if (fs::exists(side, ec)) fs::rename(side, side_aside, ec);
   }
   moved_aside_ = aside;
-  std::cerr << "tunebench: WARNING: config cache " << path_.string() << " " << problem << "; moved to "
-            << aside.string() << ", starting a fresh cache\n";
+  std::cerr << program_invocation_short_name << ": WARNING: config cache " << path_.string() << " " << problem
+            << "; moved to " << aside.string() << ", starting a fresh cache\n";
   db_.emplace(path_, static_cast<int>(busy_.timeout.count()));
 }
 

@@ -222,9 +222,6 @@ std::filesystem::path tunebench_cache_home(const char* override_var, const Cache
 }
 
 std::filesystem::path default_cache_path(const CacheLocationEnv& env) {
-  if (env.tunebench_cache && !*env.tunebench_cache) {
-    throw std::invalid_argument("TUNEBENCH_CACHE is set but empty: expected a cache file (unset it for the default)");
-  }
   if (const char* p = set(env.tunebench_cache)) return p;
   return tunebench_cache_home("TUNEBENCH_CACHE", env) / "configs.sqlite";
 }

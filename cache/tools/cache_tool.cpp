@@ -7,12 +7,16 @@
 //   tunebench-cache [--cache=FILE] import [--keep-unknown-ops] FILE   (merge, checked against the ops)
 //
 // The cache is --cache, else $TUNEBENCH_CACHE, else the XDG default (see database.hpp).
-// Exit status: 0 done, 1 nothing matched (show, evict), 2 bad usage or input.
+// Exit status: 0 done, 1 nothing matched (show, evict), 2 bad usage or input, or output that
+// could not be written (stdout or the export's FILE; one line says which).
 
 #include "cache_tool.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -173,12 +177,30 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
 }  // namespace
 
 int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& check) {
+  int status = 2;
   try {
-    return run(args, check);
+    status = run(args, check);
   } catch (const std::exception& ex) {
     std::cerr << "tunebench-cache: " << escape_controls(ex.what()) << "\n";
-    return 2;
   }
+  // list, show, export and --help print to stdout: a full disk or a closed descriptor would
+  // lose their output without a word.
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  if (!flushed || std::ferror(stdout) || !std::cout.good()) {
+    std::string cmd;  // the command whose output it was
+    for (const auto& a : args) {
+      if (a.rfind("--cache=", 0) != 0) {
+        cmd = e(a) + ": ";
+        break;
+      }
+    }
+    std::cerr << "tunebench-cache: " << cmd << "cannot write to stdout ("
+              << (errno ? std::strerror(errno) : "a write failed") << "): the output is lost\n";
+    status = 2;
+  }
+  return status;
 }
 
 }  // namespace tunebench::cache

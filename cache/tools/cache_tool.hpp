@@ -15,7 +15,8 @@ namespace tunebench::cache {
 /// Runs tunebench-cache with `args` (the command line without the program name), checking
 /// imports against `check`; reads TUNEBENCH_CACHE, XDG_CACHE_HOME and HOME for the default
 /// cache. Prints to stdout and stderr and returns the exit status: 0 done, 1 nothing matched
-/// (show, evict), 2 bad usage or input (one line on stderr).
+/// (show, evict), 2 bad usage or input, or output that could not be written (stdout, export's
+/// FILE); one line on stderr says which.
 int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& check);
 
 /// The earliest a measured p50 can be, in nanoseconds: nothing tunebench times is faster (a
@@ -25,10 +26,12 @@ constexpr std::int64_t kMinPlausibleNs = 100;
 /// a little); a later one would win every merge with a later import.
 constexpr std::int64_t kClockSkewS = 60;
 
-/// `export [FILE]`: writes every key of `cache` as JSON to `target` ("" for stdout), a row at a
-/// time (bounded memory), through a temporary file renamed onto `target` when complete, so a
-/// failure leaves an earlier `target` as it was. Returns the exit status; errors are one line on
-/// stderr naming the row.
+/// `export [FILE]`: writes every key of `cache` as JSON to `target` ("" for stdout, which the
+/// caller flushes and checks), a row at a time (bounded memory), through a temporary file renamed
+/// onto `target` when complete, so a failure leaves an earlier `target` as it was. `target` must
+/// be a regular file or a new name (a link to one is followed): a folder, FIFO, device or socket
+/// is refused before anything is written. Returns the exit status; errors are one line on
+/// stderr naming the row or the file.
 int export_cache(ConfigCache& cache, const std::filesystem::path& target);
 
 /// `import [--keep-unknown-ops] FILE`: merges the export `source` into `cache`, read a value at a

@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -112,28 +114,25 @@ int export_cache(ConfigCache& cache, const fs::path& target) {
       std::cerr << "tunebench-cache: export: " << ex.what() << " (the rows before it are already on stdout)\n";
       return 2;
     }
-    std::cout.flush();
-    return std::cout ? 0 : 2;
+    return 0;  // run_cache_tool checks that stdout took it all
   }
   std::error_code ec;
   fs::path file = target;
   if (fs::is_symlink(file, ec)) file = fs::weakly_canonical(file, ec);  // replace what it points to, keep the link
-  const bool exists = fs::exists(file, ec);
-  if (exists && !fs::is_regular_file(file, ec)) {
-    // A pipe or a device (/dev/stdout): written as it is, since renaming onto it would replace it.
-    if (fs::is_directory(file, ec)) {
-      std::cerr << "tunebench-cache: export " << e(target.string()) << ": is a folder, expected a file\n";
-      return 2;
-    }
-    std::ofstream out(file, std::ios::binary);
-    try {
-      write_export(cache, out);
-    } catch (const std::exception& ex) {
-      std::cerr << "tunebench-cache: export " << e(target.string()) << ": " << ex.what() << "\n";
-      return 2;
-    }
-    out.flush();
-    return out ? 0 : 2;
+  const auto type = fs::status(file, ec).type();
+  const bool exists = type != fs::file_type::not_found;
+  if (exists && type != fs::file_type::regular) {
+    // Renaming onto a FIFO, a device or a folder would replace it, and writing into one as it is
+    // can block for ever (a FIFO without a reader) or fail halfway (/dev/full): only a regular
+    // file or a new name is taken. A pipe gets the export through stdout.
+    const char* kind = type == fs::file_type::directory                                   ? "a folder"
+                       : type == fs::file_type::fifo                                      ? "a FIFO (named pipe)"
+                       : type == fs::file_type::character || type == fs::file_type::block ? "a device"
+                       : type == fs::file_type::socket                                    ? "a socket"
+                                                                                          : "not a regular file";
+    std::cerr << "tunebench-cache: export " << e(target.string()) << ": " << kind
+              << ", expected a regular file or a new file name (without FILE the export goes to stdout)\n";
+    return 2;
   }
   // Written beside the target and renamed onto it once complete: a failure halfway (a row JSON
   // cannot hold, a full disk) leaves an earlier export there as it was.
@@ -153,9 +152,12 @@ int export_cache(ConfigCache& cache, const fs::path& target) {
     } catch (const std::exception& ex) {
       return fail(ex.what());
     }
+    errno = 0;
     out.flush();
     out.close();  // a full disk may only show when the last buffer goes out
-    if (!out) return fail("writing " + e(tmp.string()) + " failed");
+    if (!out)
+      return fail("writing " + e(tmp.string()) + " failed" +
+                  (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
   }
   if (exists) fs::permissions(tmp, fs::status(file, ec).permissions(), ec);
   fs::rename(tmp, file, ec);

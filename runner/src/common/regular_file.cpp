@@ -21,6 +21,17 @@ const char* kind_of(mode_t mode) {
 
 }  // namespace
 
+std::string file_kind(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode) ? "a regular file" : kind_of(st.st_mode);
+  const int err = errno;
+  if (err == ENOENT && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return "a symbolic link to a missing target";
+  }
+  if (err == ENOENT || err == ENOTDIR) return "missing";
+  return std::string("unreadable (") + std::strerror(err) + ")";
+}
+
 std::optional<std::string> read_regular_file(const std::filesystem::path& file) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);

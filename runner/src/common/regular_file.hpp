@@ -24,4 +24,10 @@ class NotRegularFile : public std::runtime_error {
 /// (permission, a dangling link's loop).
 std::optional<std::string> read_regular_file(const std::filesystem::path& file);
 
+/// What `path` is, for one-line messages: "a regular file", "a folder", "a FIFO (named pipe)", "a
+/// socket", "a character device", "a block device", "a symbolic link to a missing target",
+/// "missing", or "unreadable (<why>)" when it cannot be looked at. A link to something is what
+/// it leads to.
+std::string file_kind(const std::filesystem::path& path);
+
 }  // namespace tunebench

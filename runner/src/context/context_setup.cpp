@@ -1,5 +1,8 @@
 #include "context/context_setup.hpp"
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -114,10 +117,49 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
   }
 }
 
+// --tunebench_check=1's cache (ContextFor::kCheck): what a run would refuse is refused alike, and
+// nothing is made or changed.
+std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto type = fs::status(file, ec).type();
+  if (type == fs::file_type::not_found) {
+    // A run makes it, and the folders above it: the first folder that exists must take them.
+    fs::path folder = fs::absolute(file, ec).parent_path();
+    while (!folder.empty() && !fs::exists(folder, ec) && folder != folder.parent_path()) folder = folder.parent_path();
+    if (!fs::is_directory(folder, ec)) {
+      throw std::invalid_argument("config cache " + file.string() + ": cannot create its folder: " + folder.string() +
+                                  " is not a folder");
+    }
+    if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+      throw std::invalid_argument("config cache " + file.string() + ": cannot create it: the folder " +
+                                  folder.string() + " is not writable by this user");
+    }
+    return nullptr;
+  }
+  // A run starts a new cache in an empty file.
+  if (type == fs::file_type::regular && fs::file_size(file, ec) == 0 && !ec) return nullptr;
+  // Not a regular file, no permission, a foreign file, a newer schema: refused by the read-only
+  // open as the run's open refuses them.
+  try {
+    return std::make_shared<cache::ConfigCache>(file, cache::ConfigCache::OnDamage::kThrow, cache::BusyPolicy(),
+                                                cache::Access::kRead);
+  } catch (const cache::SqliteError& e) {
+    if ((e.code() & 0xff) == SQLITE_CORRUPT) return nullptr;  // a run moves it aside and starts afresh
+    throw;
+  }
+}
+
 }  // namespace
 
+bool cache_read_only_for_a_run(const std::filesystem::path& path) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  return ::access(path.c_str(), W_OK) != 0 || ::access(folder.c_str(), W_OK) != 0;
+}
+
 std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProbe& gpu, const OpList& ops,
-                                         bool listing) {
+                                         ContextFor for_what) {
+  const bool listing = for_what != ContextFor::kRun;
   auto c = std::make_shared<RunContext>();
   c->gpu_available = gpu.available();
   c->gpu_reason = gpu.reason;
@@ -133,10 +175,11 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, settings.warmup_gpus));
   c->host_name = host_cpu_name();
   if (gpu.available()) use_gpu(*c, ops, listing);
-  if (!listing) {
-    c->cache = std::make_shared<cache::ConfigCache>(
-        settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache);
-  }
+  if (for_what == ContextFor::kListing) return c;
+  const std::filesystem::path cache_file =
+      settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache;
+  c->cache = for_what == ContextFor::kRun ? std::make_shared<cache::ConfigCache>(cache_file)
+                                          : open_cache_for_check(cache_file);
   return c;
 }
 

@@ -10,13 +10,29 @@
 
 namespace tunebench {
 
+/// What make_context makes a context for, which decides how it opens the config cache.
+enum class ContextFor {
+  kRun,      ///< a run: the cache opened read-write (made when missing, a damaged one moved aside)
+  kListing,  ///< --benchmark_list_tests, or an MPI rank whose child opens the cache: no cache
+  /// --tunebench_check=1: nothing written. The cache is opened read-only when it is a file with
+  /// contents (so a foreign file or one of a newer schema is refused as a run refuses it); one a
+  /// run would make or start afresh (missing, empty, damaged: a run moves it aside) is left
+  /// closed (context.cache null: every key counts as untuned), once its folder is found writable.
+  kCheck,
+};
+
 /// The context of a run with `settings` on the machine `gpu` describes. Selects device 0 and
 /// reads its properties when there is one; falls back to event timing (one line on stderr)
-/// when CUPTI cannot be used; opens the cache (settings.cache, else cache::default_cache_path())
-/// unless `listing`. Throws CudaError, cache::SqliteError, and std::invalid_argument for an
-/// empty TUNEBENCH_CACHE.
+/// when CUPTI cannot be used (a run only); opens the cache (settings.cache, else
+/// cache::default_cache_path()) as `for_what` says. Throws CudaError, cache::SqliteError, and
+/// std::invalid_argument naming the cache when kCheck finds that a run could not make it.
 std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProbe& gpu, const OpList& ops,
-                                         bool listing);
+                                         ContextFor for_what);
+
+/// Whether a run would find the existing cache file `path` read-only: this user cannot write the
+/// file or its folder (where SQLite keeps the journal). For --tunebench_check=1, which opens it
+/// read-only itself.
+bool cache_read_only_for_a_run(const std::filesystem::path& path);
 
 /// REPLAY_FROM: reads `dir`'s configs.json into context.replay. Throws ReplayError when a config
 /// was recorded with another kernel version or on another device (a replay must run the same

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/one_line.hpp"
+#include "common/regular_file.hpp"
 
 namespace tunebench {
 
@@ -134,7 +135,7 @@ bool is_identifier(const std::string& s) {
 YAML::Node read_yaml(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    throw ShapeError(file.string() + ": not a regular file (expected a YAML shape file)");
+    throw ShapeError(file.string() + ": " + file_kind(file) + ", expected a YAML shape file");
   }
   if (const auto bytes = fs::file_size(file, ec); !ec && bytes > kMaxShapeFileBytes) {
     throw ShapeError(file.string() + ": " + std::to_string(bytes) + " bytes, larger than a shape file may be (" +
@@ -308,11 +309,12 @@ std::vector<ShapeSet> load_shape_path(const fs::path& path) {
     for (const auto& entry : fs::directory_iterator(path)) {
       const auto ext = entry.path().extension();
       if (ext != ".yaml" && ext != ".yml") continue;
-      std::error_code entry_ec;
-      if (entry.is_symlink(entry_ec) && !fs::exists(entry.path(), entry_ec)) {
-        throw ShapeError(entry.path().string() + ": broken symbolic link (expected a shape file)");
+      // Named as a shape file, so meant as one: anything else there (a FIFO, which would block
+      // the read, a folder, a dangling link) is refused by name rather than skipped.
+      if (const std::string kind = file_kind(entry.path()); kind != "a regular file") {
+        throw ShapeError(entry.path().string() + ": " + kind + ", expected a YAML shape file");
       }
-      if (entry.is_regular_file(entry_ec)) files.push_back(entry.path());
+      files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
     if (files.empty()) throw ShapeError(path.string() + ": folder holds no *.yaml or *.yml shape file");

@@ -7,16 +7,22 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "common/c_numbers.hpp"
 #include "common/one_line.hpp"
+#include "common/plural.hpp"
+#include "context/config_choice.hpp"
 #include "context/context_setup.hpp"
 #include "plan/selection.hpp"
 #include "report/baseline_speedup.hpp"
@@ -87,8 +93,25 @@ SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families,
                      const RunContext& context, const ChoiceLog& choices, const GpuProbe& gpu) {
   SweepPlan plan{untuned_families(families, filter, context, choices), nullptr};
   plan.executor = choose_executor(inv.settings(), families, plan.untuned, context, gpu, self_launch(inv));
-  if (plan.executor->sweeps_up_front()) check_results_can_be_stored(plan.untuned, context, plan.executor->name());
+  // A check opens the cache read-only itself: only a cache a run would find read-only is refused.
+  const bool read_only = context.cache && (!inv.checking() || cache_read_only_for_a_run(context.cache->path()));
+  if (plan.executor->sweeps_up_front() && read_only) {
+    check_results_can_be_stored(plan.untuned, context, plan.executor->name());
+  }
   return plan;
+}
+
+// --tunebench_check=1 passed everything a run checks before it measures: one line on stdout.
+int check_passed(const std::vector<Family>& families, const BenchmarkFilter& filter, const RunContext& context,
+                 const SweepPlan& plan) {
+  const auto selected = std::count_if(families.begin(), families.end(),
+                                      [&](const Family& f) { return filter.selects(reported_name(f)); });
+  std::set<cache::Key> keys;
+  for (const Family* f : plan.untuned) keys.insert(cache_key(*f->op, f->shape, context));
+  std::cout << "bench: check passed: " << count_of(selected, "benchmark", "benchmarks") << " selected, "
+            << count_of(static_cast<long long>(keys.size()), "key", "keys") << " to tune (" << plan.executor->name()
+            << "); nothing was run or tuned\n";
+  return 0;
 }
 
 // Sweep: every selected key the cache cannot answer, before the serial timing loop.
@@ -232,10 +255,12 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   ProcessClock process;
   use_c_numbers();                       // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
-  const MpiSession* mpi = MpiSession::start(inv.launch_settings());  // before any CUDA call: it picks the GPU
-  const bool leader = !mpi || mpi->rank() == 0;                      // the other ranks only sweep, and write nothing
+  // Before any CUDA call: it picks the GPU. A check is one process, whatever launched it.
+  const MpiSession* mpi = inv.checking() ? nullptr : MpiSession::start(inv.launch_settings());
+  const bool leader = !mpi || mpi->rank() == 0;  // the other ranks only sweep, and write nothing
   if (!leader && inv.listing()) return 0;
   const Settings& s = inv.settings();
+  if ((inv.makes_run_dir() && leader) || inv.checking()) inv.check_runs_folder();
   const RunDir dir(inv.makes_run_dir() && leader, s.runs);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
@@ -257,11 +282,16 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   std::string notice;
   const BenchmarkFilter filter = plan_selection(inv, families, ops, gpu, d, notice);
   if (!selects_any(families, filter)) return leader ? no_match(filter) : 1;  // before anything is written
-  const auto context = make_context(s, gpu, ops, inv.listing() || !leader);  // a rank's child has the cache
+  const auto context = make_context(s, gpu, ops,
+                                    inv.checking()             ? ContextFor::kCheck
+                                    : inv.listing() || !leader ? ContextFor::kListing  // a rank's child has the cache
+                                                               : ContextFor::kRun);
   process.cuda_s = ProcessClock::since(cuda_started);
   if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
-  if (!inv.listing()) benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
-  if (s.shard >= 0) return run_shard(families, *context, s);
+  if (!inv.listing() && !inv.checking()) {
+    benchmark::AddCustomContext("tunebench_cache", absolute_text(context->cache->path()));
+  }
+  if (s.shard >= 0 && !inv.checking()) return run_shard(families, *context, s);
   // What the sweep and the timing loop write; `context` holds only facts, const once swept.
   const auto loop = std::make_shared<TimingLoopState>();
   if (!inv.listing()) {
@@ -271,6 +301,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   }
   const SweepPlan sweep =
       inv.listing() ? SweepPlan{} : plan_sweep(inv, families, filter, *context, *loop->choices, gpu);
+  if (inv.checking()) return check_passed(families, filter, *context, sweep);
   std::cerr << notice;  // after every check of the input: a refused run prints one line
   benchmark::AddCustomContext("tunebench_autotune_space", s.space == SpaceKind::kExpanded ? "expanded" : "default");
   add_run_context(*context, s, gpu, ops);
@@ -306,6 +337,15 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   return matched == 0 ? no_match(filter) : 0;
 }
 
+// Flushes stdout; "" when everything written to it got there, else why not.
+std::string stdout_failure() {
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return "";
+  return errno != 0 ? std::strerror(errno) : "a write failed";
+}
+
 }  // namespace
 
 int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
@@ -316,6 +356,12 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   } catch (const std::exception& e) {
     // One line whatever it quotes, in one write: the ranks of an MPI job share a stderr.
     std::cerr << ("bench: " + escape_controls(e.what()) + "\n");
+  }
+  // What Google Benchmark, the latency table and a listing wrote to stdout: a full disk or a
+  // closed descriptor loses it silently unless looked for.
+  if (const std::string why = stdout_failure(); !why.empty()) {
+    std::cerr << ("bench: cannot write to stdout (" + why + "): the output is lost\n");
+    if (status == 0) status = 2;
   }
   MpiSession::end(status);  // rank 0 failing ends every rank
   return status;

@@ -7,6 +7,10 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <unistd.h>
+
+#include "common/regular_file.hpp"
+
 namespace tunebench {
 namespace {
 
@@ -50,7 +54,7 @@ Invocation::Invocation(int argc, char** argv, const fs::path& default_shapes)
   check_min_time();
   check_time_unit();
   filter_given_ = has_flag("--benchmark_filter");
-  listing_ = has_flag("--benchmark_list_tests");
+  listing_ = has_flag("--benchmark_list_tests") && !settings_.check_only;  // a check lists nothing
   help_ = has_flag("--help");  // Google Benchmark prints its usage and exits inside Initialize
   console_ = !has_flag("--benchmark_format") || std::any_of(args_.begin(), args_.end(), [](const char* a) {
     return std::string_view(a) == "--benchmark_format=console";
@@ -173,6 +177,26 @@ void Invocation::check_paths(const std::string& out_file) const {
   const fs::path& dir = settings_.kernel_cache;
   if (!dir.empty() && fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
     throw std::invalid_argument("TUNEBENCH_KERNEL_CACHE='" + dir.string() + "': is not a folder");
+  }
+}
+
+void Invocation::check_runs_folder() const {
+  const fs::path& root = settings_.runs;
+  const std::string what = settings_.runs_from.empty() ? "runs folder '" + root.string() +
+                                                             "' (the default; TUNEBENCH_RUNS or --tunebench_runs"
+                                                             " choose another)"
+                                                       : settings_.runs_from + "='" + root.string() + "'";
+  const std::string expected = "expected a folder to make run directories in";
+  std::error_code ec;
+  // The first of root and the folders above it that is there: a folder this user can write.
+  fs::path p = fs::absolute(root, ec);
+  if (ec) p = root;
+  while (file_kind(p) == "missing" && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  const std::string kind = file_kind(p);
+  const std::string where = p == fs::absolute(root, ec) || p == root ? "" : " (" + p.string() + ")";
+  if (kind != "a folder") throw std::invalid_argument(what + ": " + kind + where + ", " + expected);
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    throw std::invalid_argument(what + ": the folder" + where + " is not writable by this user, " + expected);
   }
 }
 

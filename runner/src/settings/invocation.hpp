@@ -32,17 +32,19 @@ class Invocation {
   const std::vector<std::string>& original_args() const { return original_args_; }
   /// argv as given, argv[0] included, for the manifest.
   const std::vector<std::string>& command() const { return command_; }
-  bool listing() const { return listing_; }            ///< --benchmark_list_tests
-  bool help() const { return help_; }                  ///< --help (Google Benchmark prints its usage and exits)
-  bool filter_given() const { return filter_given_; }  ///< --benchmark_filter
+  bool listing() const { return listing_; }               ///< --benchmark_list_tests (not under --tunebench_check=1)
+  bool checking() const { return settings_.check_only; }  ///< --tunebench_check=1: check, then exit
+  bool help() const { return help_; }                     ///< --help (Google Benchmark prints its usage and exits)
+  bool filter_given() const { return filter_given_; }     ///< --benchmark_filter
   /// Google Benchmark's console format on stdout (the latency table joins it).
   bool console() const { return console_; }
   bool tabular() const { return tabular_; }  ///< --benchmark_counters_tabular
   /// --benchmark_format and --benchmark_out_format: "console", "json" or "csv".
   const std::string& format() const { return format_; }
   const std::string& out_format() const { return out_format_; }
-  /// Whether this process makes a run directory (not a listing, not --help, not a sweep worker).
-  bool makes_run_dir() const { return !listing_ && !help_ && settings_.shard < 0; }
+  /// Whether this process makes a run directory (not a listing, not --help, not a sweep worker,
+  /// not a check).
+  bool makes_run_dir() const { return !listing_ && !help_ && settings_.shard < 0 && !settings_.check_only; }
 
   /// Points Google Benchmark's output at `run_dir`/results.json (results.txt, results.csv after
   /// --benchmark_out_format) unless --benchmark_out names a file, and --benchmark_out at
@@ -57,6 +59,11 @@ class Invocation {
   /// a folder or in a missing folder, TUNEBENCH_KERNEL_CACHE not a folder. Throws
   /// std::invalid_argument naming the flag or variable.
   void check_paths(const std::string& out_file) const;
+  /// The runs folder (--tunebench_runs, TUNEBENCH_RUNS, else "runs") before a run directory is
+  /// made in it: a folder this user can write into, or one that can be made (the first of its
+  /// folders that exists is a writable folder). Throws std::invalid_argument naming the flag or
+  /// variable, what is there and what was expected.
+  void check_runs_folder() const;
 
   /// The argument vector for Google Benchmark (after route_output); valid while this lives.
   int* argc() { return &argc_; }

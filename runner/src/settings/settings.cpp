@@ -41,11 +41,72 @@ bool parse_bool(const string& v, const string& what) {
   return v == "1";
 }
 
-// A path that may not be empty: a flag says what it expects, a variable that it is set but empty.
-string non_empty(const string& v, const string& what, const string& expected, const string& env_hint = "") {
-  if (!v.empty()) return v;
-  if (is_flag(what)) throw invalid_argument(what + ": expected " + expected);
-  throw invalid_argument(what + " is set but empty: expected " + expected + env_hint);
+// A path that may not be empty. Only a flag can give "": an empty variable is unset (EmptyValue).
+string non_empty(const string& v, const string& what, const string& expected) {
+  if (v.empty()) throw invalid_argument(what + "='': expected " + expected);
+  return v;
+}
+
+bool all_of_chars(const string& s, const char* chars) { return s.find_first_not_of(chars) == string::npos; }
+
+// CUDA_VISIBLE_DEVICES as the CUDA runtime reads it: comma-separated entries, each a device index
+// (a negative one ends the list: CUDA enumerates nothing from it on, "-1" being the usual "no
+// GPU"), a GPU UUID or a prefix of one ("GPU-8932f937-..."), or a MIG instance ("MIG-<uuid>", or
+// "MIG-GPU-<uuid>/<GI>/<CI>" of drivers before R470). CUDA itself stops at the first entry it
+// cannot read and runs on the devices before it (none for "abc"), so a typo would silently change
+// the devices a run uses: refused. "" hides every GPU.
+void check_visible_devices(const string& v, const string& what) {
+  const char* hex = "0123456789abcdefABCDEF-";
+  std::size_t pos = 0;
+  while (!v.empty() && pos <= v.size()) {
+    const auto comma = std::min(v.find(',', pos), v.size());
+    string entry = v.substr(pos, comma - pos);
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    const auto after = [&](const string& prefix) { return entry.substr(prefix.size()); };
+    const bool index =
+        !entry.empty() && all_of_chars(entry[0] == '-' ? after("-") : entry, "0123456789") && entry != "-";
+    const auto uuid = [&](const string& prefix) {
+      return entry.rfind(prefix, 0) == 0 && entry.size() > prefix.size() && all_of_chars(after(prefix), hex);
+    };
+    bool mig_gpu = false;
+    if (entry.rfind("MIG-GPU-", 0) == 0) {
+      const string rest = after("MIG-GPU-");
+      const auto slash = rest.find('/');
+      const auto slash2 = slash == string::npos ? string::npos : rest.find('/', slash + 1);
+      mig_gpu = slash2 != string::npos && slash > 0 && all_of_chars(rest.substr(0, slash), hex) && slash2 > slash + 1 &&
+                all_of_chars(rest.substr(slash + 1, slash2 - slash - 1), "0123456789") && slash2 + 1 < rest.size() &&
+                all_of_chars(rest.substr(slash2 + 1), "0123456789");
+    }
+    if (!index && !uuid("GPU-") && !uuid("MIG-") && !mig_gpu) {
+      throw invalid_argument(what + "='" + v + "': " + (entry.empty() ? "an empty entry" : "entry '" + entry + "'") +
+                             " is not a device: expected comma-separated device indices (0,1), GPU UUIDs "
+                             "(GPU-8932f937-...) or MIG UUIDs (MIG-...), as CUDA reads them; empty or -1 for no GPU");
+    }
+    pos = comma + 1;
+  }
+}
+
+// OMP_NUM_THREADS as OpenMP defines it: a positive integer, or a comma-separated list of them
+// (threads per nesting level). libgomp warns of anything else when it loads and uses every core.
+void check_omp_threads(const string& v, const string& what) {
+  std::size_t pos = 0;
+  bool ok = !v.empty();
+  while (ok && pos <= v.size()) {
+    const auto comma = std::min(v.find(',', pos), v.size());
+    string n = v.substr(pos, comma - pos);
+    n.erase(0, n.find_first_not_of(" \t"));  // libgomp skips blanks around each number
+    n.erase(n.find_last_not_of(" \t") + 1);
+    std::uint64_t x = 0;
+    const auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), x);
+    ok = !n.empty() && ptr == n.data() + n.size() && ec == std::errc() && x >= 1 && x <= 2147483647;
+    pos = comma + 1;
+  }
+  if (!ok) {
+    throw invalid_argument(what + "='" + v +
+                           "': expected the host ops' OpenMP threads, a positive integer (or a comma-separated list "
+                           "of them, one per nesting level)");
+  }
 }
 
 int parse_warmup_gpus(const string& s, const string& what) {
@@ -136,8 +197,10 @@ class Row {
     spec_.default_text = std::move(text);
     return *this;
   }
-  Row& empty_is_unset() {
-    spec_.empty_is_unset = true;
+  // The variable belongs to another program, which gives "" a meaning of its own: the parser
+  // sees it (the default, EmptyValue::kUnset, is tunebench's one rule).
+  Row& empty_means_what_its_owner_says() {
+    spec_.empty = EmptyValue::kOwners;
     return *this;
   }
   Row& internal() {
@@ -187,7 +250,6 @@ void add_launcher_rows(std::vector<SettingSpec>& t) {
                     .env(var)
                     .help(help)
                     .default_text("unset: one process")
-                    .empty_is_unset()
                     .parse([](Settings& s, const string& v, const string& what) {
                       if (parse_u64(v, what) > 2147483647)
                         throw invalid_argument(what + "='" + v + "': expected a rank below 2^31");
@@ -232,7 +294,7 @@ std::vector<SettingSpec> own_rows() {
                   .help("the config cache (SQLite)")
                   .default_text("`$XDG_CACHE_HOME/tunebench/configs.sqlite`, else `~/.cache/tunebench/configs.sqlite`")
                   .parse([](Settings& s, const string& v, const string& what) {
-                    s.cache = non_empty(v, what, "a cache file", " (unset it for the default)");
+                    s.cache = non_empty(v, what, "a cache file");
                   }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_SWEEP")
@@ -269,13 +331,11 @@ std::vector<SettingSpec> own_rows() {
           .help("shard the autotune sweep over N GPUs (N from 2 to 9999; child processes) before the serial timing; "
                 "unset or 1: off")
           .default_text("off")
-          .empty_is_unset()
           .parse([](Settings& s, const string& v, const string& what) { s.warmup_gpus = parse_warmup_gpus(v, what); }));
   t.push_back(row("replay")
                   .env("REPLAY_FROM")
                   .help("a run directory whose configs to replay exactly (no tuning)")
                   .default_text("record afresh")
-                  .empty_is_unset()
                   .parse([](Settings& s, const string& v, const string&) { s.replay_from = v; }));
   t.push_back(row("timing")
                   .flag("--tunebench_timing", flag_value(timing_mode_names()))
@@ -314,12 +374,24 @@ std::vector<SettingSpec> own_rows() {
                   .help("seed of the random inputs")
                   .default_text("0")
                   .parse([](Settings& s, const string& v, const string& what) { s.seed = parse_u64(v, what); }));
-  t.push_back(
-      row("devices")
-          .env("CUDA_VISIBLE_DEVICES")
-          .help("the GPUs bench may use; shard i of the warmup gets the i-th entry, the measurement runs on the first")
-          .default_text("all")
-          .parse([](Settings& s, const string& v, const string&) { s.visible_devices = v; }));
+  t.push_back(row("devices")
+                  .env("CUDA_VISIBLE_DEVICES")
+                  .help("the GPUs bench may use, as CUDA reads it (comma-separated indices, `GPU-` or `MIG-` UUIDs; "
+                        "empty or `-1`: none); shard i of the warmup gets the i-th entry, the measurement runs on "
+                        "the first")
+                  .default_text("all")
+                  .empty_means_what_its_owner_says()
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    check_visible_devices(v, what);
+                    s.visible_devices = v;
+                  }));
+  t.push_back(row("devices")
+                  .env("OMP_NUM_THREADS")
+                  .help("OpenMP threads of the host ops (the CPU reference), read by libgomp: a positive integer, "
+                        "or a comma-separated list of them (one per nesting level)")
+                  .default_text("every core")
+                  .empty_means_what_its_owner_says()
+                  .parse([](Settings&, const string& v, const string& what) { check_omp_threads(v, what); }));
   t.push_back(row("paths")
                   .flag("--tunebench_shapes", "PATH")
                   .env("TUNEBENCH_SHAPES")
@@ -330,20 +402,20 @@ std::vector<SettingSpec> own_rows() {
                     s.shapes_from_env = !is_flag(what);
                     s.shapes_from_flag = is_flag(what);
                   }));
-  t.push_back(
-      row("paths")
-          .flag("--tunebench_runs", "DIR")
-          .env("TUNEBENCH_RUNS")
-          .help("where run directories are made")
-          .default_text("`runs`")
-          .empty_is_unset()
-          .parse([](Settings& s, const string& v, const string& what) { s.runs = non_empty(v, what, "a folder"); }));
+  t.push_back(row("paths")
+                  .flag("--tunebench_runs", "DIR")
+                  .env("TUNEBENCH_RUNS")
+                  .help("where run directories are made")
+                  .default_text("`runs`")
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    s.runs = non_empty(v, what, "a folder");
+                    s.runs_from = what;
+                  }));
   t.push_back(row("paths")
                   .env("TUNEBENCH_KERNEL_CACHE")
                   .help("folder of NVRTC-compiled kernels (one cubin per source, config, options, architecture and "
                         "NVRTC version; shared safely by several processes)")
                   .default_text("`$XDG_CACHE_HOME/tunebench/kernels`, else `~/.cache/tunebench/kernels`")
-                  .empty_is_unset()
                   .parse([](Settings& s, const string& v, const string&) { s.kernel_cache = v; }));
   add_launcher_rows(t);
   t.push_back(row("tests")
@@ -358,7 +430,6 @@ std::vector<SettingSpec> own_rows() {
                     .env(var)
                     .help("scratch folder of the sweep")
                     .default_text("/tmp")
-                    .empty_is_unset()
                     .internal()
                     .unrecorded()
                     .parse([var](Settings& s, const string& v, const string&) {
@@ -372,6 +443,16 @@ std::vector<SettingSpec> own_rows() {
   for (const char* var : {"XDG_CACHE_HOME", "HOME"}) {
     t.push_back(row("system").env(var).help("base of the default cache folders").internal().unrecorded());
   }
+  t.push_back(
+      row("check")
+          .flag("--tunebench_check", "0|1")
+          .help("`1`: check what a run checks before it measures (every setting, the shapes, the filter, the "
+                "config cache opened read-only, `REPLAY_FROM`, the runs folder, the devices the sweep needs) "
+                "and exit without running or tuning anything, making no run directory or cache: 0 when the run would "
+                "start, else the run's "
+                "one-line error and exit status")
+          .default_text("`0`")
+          .parse([](Settings& s, const string& v, const string& what) { s.check_only = parse_bool(v, what); }));
   t.push_back(row("internal")
                   .flag("--tunebench_shard", "I:FILE")
                   .help("this process is shard I of a sweep, tuning the keys in FILE")
@@ -386,6 +467,12 @@ std::vector<SettingSpec> own_rows() {
 }
 
 const char* raw_env(const char* name) { return std::getenv(name); }
+
+// The one place the empty-value rule is applied: a row's variable as the table reads it.
+const char* table_env(const string& name, EmptyValue empty) {
+  const char* v = raw_env(name.c_str());
+  return v && !*v && empty == EmptyValue::kUnset ? nullptr : v;
+}
 
 std::string escape_cell(const std::string& text) {
   std::string out;
@@ -413,16 +500,17 @@ std::vector<SettingSpec> settings_table() {
 
 const char* setting_env(const std::string& name) {
   static std::once_flag once;
-  static std::set<std::string> known;
+  static std::map<std::string, EmptyValue> known;
   std::call_once(once, [] {
     for (const auto& r : own_rows()) {
-      if (!r.env.empty()) known.insert(r.env);
+      if (!r.env.empty()) known.emplace(r.env, r.empty);
     }
   });
-  const bool declared = known.count(name) || std::any_of(op_switches().begin(), op_switches().end(),
-                                                         [&](const OpSwitch* s) { return s->env() == name; });
-  if (!declared) throw std::logic_error("environment variable " + name + " is not in tunebench's settings table");
-  return raw_env(name.c_str());
+  if (const auto it = known.find(name); it != known.end()) return table_env(name, it->second);
+  const bool op_switch =
+      std::any_of(op_switches().begin(), op_switches().end(), [&](const OpSwitch* s) { return s->env() == name; });
+  if (!op_switch) throw std::logic_error("environment variable " + name + " is not in tunebench's settings table");
+  return table_env(name, EmptyValue::kUnset);  // an op's switch is tunebench's: its rows say so
 }
 
 Settings parse_settings(int* argc, char** argv, const std::filesystem::path& default_shapes) {
@@ -456,9 +544,8 @@ Settings parse_settings(int* argc, char** argv, const std::filesystem::path& def
   // The environment fills in what no flag gave (and is only checked then).
   for (const auto& r : table) {
     if (r.env.empty() || given.count(&r)) continue;
-    const char* v = raw_env(r.env.c_str());
-    if (!v || (r.empty_is_unset && !*v)) continue;
-    if (r.parse) r.parse(out, v, r.env);
+    const char* v = table_env(r.env, r.empty);
+    if (v && r.parse) r.parse(out, v, r.env);
   }
   *argc = kept;
   argv[kept] = nullptr;
@@ -498,10 +585,8 @@ std::map<std::string, std::string> manifest_environment() {
   std::map<std::string, std::string> env;
   for (const auto& r : settings_table()) {
     if (!r.manifest || r.env.empty()) continue;
-    if (const char* v = raw_env(r.env.c_str())) env[r.env] = v;
+    if (const char* v = table_env(r.env, r.empty)) env[r.env] = v;
   }
-  // Not bench's to read, but it sets the CPU op's OpenMP threads, and so its times.
-  if (const char* v = raw_env("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = v;
   return env;
 }
 
@@ -534,7 +619,7 @@ OpSwitch::OpSwitch(std::string env, std::string help, bool default_value)
 }
 
 bool OpSwitch::value() const {
-  const char* v = raw_env(env_.c_str());
+  const char* v = table_env(env_, EmptyValue::kUnset);  // as its row in settings_table() reads it
   if (!v) return default_;
   return parse_bool(v, env_);
 }

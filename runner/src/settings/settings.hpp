@@ -58,10 +58,14 @@ struct Settings {
   std::string sweep = default_sweep_strategy();
   double hang_timeout_s = 300;          ///< TUNEBENCH_HANG_TIMEOUT, seconds
   std::filesystem::path runs = "runs";  ///< where run directories are made
+  std::string runs_from;                ///< "--tunebench_runs" or "TUNEBENCH_RUNS" as given; "" the default
   std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)
   std::filesystem::path kernel_cache;   ///< TUNEBENCH_KERNEL_CACHE ("" the default folder)
-  /// CUDA_VISIBLE_DEVICES as set; nothing when unset.
+  /// CUDA_VISIBLE_DEVICES as set (checked: comma-separated device indices, GPU-/MIG- UUIDs); nothing
+  /// when unset; "" hides every GPU, as CUDA reads it.
   std::optional<std::string> visible_devices;
+  /// --tunebench_check=1: check what a run would check first, then exit without running anything.
+  bool check_only = false;
   /// The first of TMPDIR, TMP, TEMP, TEMPDIR that is set and not empty, as "NAME", and its value;
   /// both empty for /tmp. Checked where scratch files are made (the sweep), not here.
   std::string tmp_var, tmp_dir;
@@ -74,17 +78,27 @@ struct Settings {
   std::string shard_list;
 };
 
+/// What a variable set to the empty string means (README, "Flags and environment"). One rule:
+/// empty is unset, for tunebench's own variables and every other that means nothing by an empty
+/// value. A variable of another program that gives the empty value a meaning of its own is read
+/// as that program reads it, since that program acts on it: the row's parser sees "".
+enum class EmptyValue {
+  kUnset,   ///< the default applies, the manifest does not record it, setting_env() answers nullptr
+  kOwners,  ///< the owner's meaning: CUDA_VISIBLE_DEVICES= hides every GPU (CUDA), OMP_NUM_THREADS= is invalid
+            ///< (libgomp)
+};
+
 /// One row of the settings table.
 struct SettingSpec {
-  std::string purpose;          ///< README group: tuning, replay, timing, devices, paths, op, tests, ...
-  std::string flag;             ///< "--tunebench_seed", or "" when there is only a variable
-  std::string flag_value;       ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
-  std::string env;              ///< "TUNEBENCH_SEED", or "" when there is only a flag
-  std::string help;             ///< one line (Markdown), as the README's table shows it
-  std::string default_text;     ///< the default, as the README's table shows it
-  bool empty_is_unset = false;  ///< an empty variable counts as unset (else its parser sees "")
-  bool documented = true;       ///< a row of the README's table (internal and test switches are not)
-  bool manifest = true;         ///< the run's manifest.json records the variable when set
+  std::string purpose;                    ///< README group: tuning, replay, timing, devices, paths, op, tests, ...
+  std::string flag;                       ///< "--tunebench_seed", or "" when there is only a variable
+  std::string flag_value;                 ///< what the flag takes, for help: "N", "kernel|cudagraph|event"
+  std::string env;                        ///< "TUNEBENCH_SEED", or "" when there is only a flag
+  std::string help;                       ///< one line (Markdown), as the README's table shows it
+  std::string default_text;               ///< the default, as the README's table shows it
+  EmptyValue empty = EmptyValue::kUnset;  ///< what an empty variable means; a flag's parser always sees ""
+  bool documented = true;                 ///< a row of the README's table (internal and test switches are not)
+  bool manifest = true;                   ///< the run's manifest.json records the variable when set
   /// Parses `value` into `out`; `source` names the flag or variable for errors. Throws
   /// std::invalid_argument "SOURCE='VALUE': expected ..." (one line). May be empty for
   /// variables that are only recorded.
@@ -101,8 +115,8 @@ std::vector<SettingSpec> settings_table();
 /// known ones) or a bad value.
 Settings parse_settings(int* argc, char** argv, const std::filesystem::path& default_shapes);
 
-/// The variables of manifest rows that are set, and OMP_NUM_THREADS (the CPU op's threads), name
-/// -> value as given.
+/// The variables of manifest rows that are set (an empty one only where its row's EmptyValue is
+/// kOwners), name -> value as given.
 std::map<std::string, std::string> manifest_environment();
 
 /// The README's "Flags and environment" table rows, one Markdown line each, generated from
@@ -118,8 +132,9 @@ cache::CacheLocationEnv cache_location_env();
 /// determined. Never throws.
 std::filesystem::path kernel_cache_dir(const std::filesystem::path& kernel_cache) noexcept;
 
-/// The value of a table variable (nullptr when unset). Throws std::logic_error for a name that
-/// is not in the table, so no variable is read that the table does not declare.
+/// The value of a table variable (nullptr when unset, or empty where its row reads empty as unset).
+/// Throws std::logic_error for a name that is not in the table, so no variable is read that the
+/// table does not declare.
 const char* setting_env(const std::string& name);
 
 }  // namespace tunebench

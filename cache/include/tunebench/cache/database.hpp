@@ -108,9 +108,9 @@ struct CacheLocationEnv {
 std::filesystem::path tunebench_cache_home(const char* override_var, const CacheLocationEnv& env);
 
 /// The cache file: $TUNEBENCH_CACHE if set, else $XDG_CACHE_HOME/tunebench/configs.sqlite,
-/// else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory Specification). Throws
-/// std::invalid_argument when TUNEBENCH_CACHE is set but empty, std::runtime_error when none
-/// of these variables is usable.
+/// else $HOME/.cache/tunebench/configs.sqlite (XDG Base Directory Specification). A variable set
+/// to the empty string counts as unset (tunebench's rule, and the specification's). Throws
+/// std::runtime_error when none of these variables is usable.
 std::filesystem::path default_cache_path(const CacheLocationEnv& env);
 
 }  // namespace tunebench::cache

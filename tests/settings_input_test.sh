@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Settings and files as a new user gives them, end to end on the CPU path: an empty variable is
+# unset (CUDA_VISIBLE_DEVICES and OMP_NUM_THREADS read as their owners read them),
+# bench --tunebench_check=1 (what scripts/ab_test.sh runs before its record run), output that
+# cannot be written, and refusals that name the input and what was expected.
+set -euo pipefail
+bench=${1:?usage: settings_input_test.sh BENCH TUNEBENCH_CACHE_CLI}
+cache_cli=${2:?usage: settings_input_test.sh BENCH TUNEBENCH_CACHE_CLI}
+source "$(dirname "$0")/lib.sh"
+quick=(--tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01)
+list=(--tunebench_shapes="$tiny" --benchmark_list_tests)
+
+# expect RC TEXT COMMAND...: COMMAND exits RC, and (TEXT not empty) writes one line holding TEXT
+# on stderr. Never waits on a terminal or for ever.
+expect() {
+  local want_rc=$1 want=$2
+  shift 2
+  set +e
+  timeout 120 "$@" >"$work/out" 2>"$work/err" </dev/null
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want_rc" ] || fail "$*: exit status $rc, expected $want_rc: $(cat "$work/err")"
+  [ -z "$want" ] || { [ "$(grep -c . "$work/err")" -eq 1 ] && grep -qF -- "$want" "$work/err"; } \
+    || fail "$*: expected one line holding '$want': $(cat "$work/err")"
+}
+
+# An empty variable is unset: bench runs as without it (here: lists the same names).
+"$bench" "${list[@]}" >"$work/names"
+for var in TUNEBENCH_CACHE TUNEBENCH_SEED TUNEBENCH_TIMING TUNEBENCH_COLD_L2 TUNEBENCH_SWEEP TUNEBENCH_ISOLATE_SWEEP \
+  TUNEBENCH_HANG_TIMEOUT USE_FLAGTUNE PARALLEL_WARMUP_GPUS REPLAY_FROM TUNEBENCH_RUNS TUNEBENCH_KERNEL_CACHE \
+  FLAGGEMS_MXFP4_FOLDSCALE TUNEBENCH_FAULT_INJECT OMPI_COMM_WORLD_SIZE SLURM_PROCID CUDA_VISIBLE_DEVICES; do
+  expect 0 "" env "$var=" "$bench" "${list[@]}"
+  cmp -s "$work/out" "$work/names" || fail "$var= changed the listing"
+done
+# A run with REPLAY_FROM= replays nothing and records no REPLAY_FROM; TUNEBENCH_CACHE= is the default
+# cache (here in a HOME of the test's own).
+mkdir -p "$work/home"
+expect 0 "" env REPLAY_FROM= TUNEBENCH_CACHE= TUNEBENCH_SEED= HOME="$work/home" XDG_CACHE_HOME= \
+  "$bench" "${quick[@]}" --benchmark_out="$work/empty.json"
+run=$(ls -d "$work"/runs/*/ | tail -1)
+/usr/bin/python3 - "$run/manifest.json" "$work/empty.json" "$work/home" <<'PY' || fail "empty variables were recorded"
+import json, sys
+m = json.load(open(sys.argv[1]))
+for var in ("REPLAY_FROM", "TUNEBENCH_CACHE", "TUNEBENCH_SEED"):
+    assert var not in m["env"], (var, m["env"])
+assert m["cache"] == sys.argv[3] + "/.cache/tunebench/configs.sqlite", m["cache"]
+ctx = json.load(open(sys.argv[2]))["context"]
+assert "tunebench_replay_from" not in ctx, ctx
+assert json.load(open(sys.argv[1].replace("manifest.json", "configs.json")))["configs"][0]["source"] == "tuned"
+PY
+
+# CUDA_VISIBLE_DEVICES as CUDA reads it; what CUDA would stop at is refused, naming the variable,
+# also where the parallel warmup counts the devices.
+for good in 0 0,1 -1 GPU-8932f937-d72c-4106-c12f-20bd9faed9f6 MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0; do
+  expect 0 "" env CUDA_VISIBLE_DEVICES="$good" "$bench" "${list[@]}"
+done
+for bad in abc 0,abc 0,,1 GPU-; do
+  expect 2 "bench: CUDA_VISIBLE_DEVICES='$bad': " env CUDA_VISIBLE_DEVICES="$bad" "$bench" "${list[@]}"
+  grep -q "is not a device: expected comma-separated device indices" "$work/err" || fail "$bad: $(cat "$work/err")"
+done
+expect 2 "bench: CUDA_VISIBLE_DEVICES='abc': entry 'abc' is not a device" env CUDA_VISIBLE_DEVICES=abc \
+  PARALLEL_WARMUP_GPUS=2 "$bench" "${quick[@]}"
+
+# OMP_NUM_THREADS is checked like every setting (libgomp warns of a bad one itself when it loads,
+# before bench runs: bench's line is the last, and bench's only one).
+for bad in abc 0 -1 ''; do
+  set +e
+  OMP_NUM_THREADS=$bad "$bench" "${list[@]}" >/dev/null 2>"$work/err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && [ "$(grep -c '^bench: ' "$work/err")" -eq 1 ] \
+    && tail -1 "$work/err" | grep -qF "bench: OMP_NUM_THREADS='$bad': expected the host ops' OpenMP threads, a positive integer" \
+    || fail "OMP_NUM_THREADS='$bad': exit status $rc: $(cat "$work/err")"
+done
+expect 0 "" env OMP_NUM_THREADS=4,2 "$bench" "${list[@]}"
+
+# bench --tunebench_check=1: what a run checks before it measures, and nothing else: no run
+# directory, no cache made, a cache's bytes as they were; one line on stdout.
+runs_before=$(ls "$work/runs" | wc -l)
+expect 0 "" env TUNEBENCH_CACHE="$work/new/cache.sqlite" TUNEBENCH_RUNS="$work/new-runs" \
+  "$bench" --tunebench_check=1 "${quick[@]}"
+grep -qx "bench: check passed: 1 benchmark selected, 1 key to tune (in-process sweep); nothing was run or tuned" \
+  "$work/out" || fail "check: $(cat "$work/out")"
+[ ! -e "$work/new" ] && [ ! -e "$work/new-runs" ] || fail "a check made $(ls -d "$work"/new*)"
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "a check made a run directory"
+"$bench" "${quick[@]}" >/dev/null 2>&1 || fail "a run into the test's cache failed"
+cp "$work/cache.sqlite" "$work/cache.before"
+expect 0 "" "$bench" --tunebench_check=1 "${quick[@]}"
+grep -q "0 keys to tune" "$work/out" || fail "check of a tuned key: $(cat "$work/out")"
+cmp -s "$work/cache.sqlite" "$work/cache.before" || fail "a check changed the cache"
+# ... and refuses, in the run's own line and status, what the run would refuse.
+touch "$work/a-file"
+/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("create table notes(x)"); c.commit()' \
+  "$work/foreign.sqlite"
+cp "$work/foreign.sqlite" "$work/foreign.before"
+expect 2 "bench: config cache $work/foreign.sqlite " env TUNEBENCH_CACHE="$work/foreign.sqlite" \
+  "$bench" --tunebench_check=1 "${quick[@]}"
+cmp -s "$work/foreign.sqlite" "$work/foreign.before" || fail "a check changed a foreign file"
+expect 2 "bench: config cache $work: " env TUNEBENCH_CACHE="$work" "$bench" --tunebench_check=1 "${quick[@]}"
+expect 2 "bench: config cache $work/a-file/c.sqlite: cannot create its folder: $work/a-file is not a folder" \
+  env TUNEBENCH_CACHE="$work/a-file/c.sqlite" "$bench" --tunebench_check=1 "${quick[@]}"
+expect 2 "bench: REPLAY_FROM=$work/no-run: no such folder" env REPLAY_FROM="$work/no-run" \
+  "$bench" --tunebench_check=1 "${quick[@]}"
+expect 2 "bench: PARALLEL_WARMUP_GPUS=2 but only 1 device is visible" env PARALLEL_WARMUP_GPUS=2 \
+  CUDA_VISIBLE_DEVICES=0 "$bench" --tunebench_check=1 "${quick[@]}"
+expect 1 "matches no benchmark" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter=nothing
+# TUNEBENCH_RUNS (or --tunebench_runs) that is no folder is named, with what is there, in a check
+# and in a run, before anything is made.
+for how in check run; do
+  args=("${quick[@]}")
+  [ "$how" = run ] || args+=(--tunebench_check=1)
+  expect 2 "bench: TUNEBENCH_RUNS='$work/a-file': a regular file, expected a folder to make run directories in" \
+    env TUNEBENCH_RUNS="$work/a-file" "$bench" "${args[@]}"
+  expect 2 "bench: --tunebench_runs='$work/a-file/sub': a regular file ($work/a-file), expected a folder" \
+    "$bench" --tunebench_runs="$work/a-file/sub" "${args[@]}"
+done
+
+# A shape folder's *.yaml that is not a regular file is refused by name, not skipped.
+mkdir "$work/shapes" && mkfifo "$work/shapes/a.yaml"
+expect 2 "bench: --tunebench_shapes: $work/shapes/a.yaml: a FIFO (named pipe), expected a YAML shape file" \
+  "$bench" --tunebench_shapes="$work/shapes" --benchmark_list_tests
+cp "$tiny" "$work/shapes/"
+expect 2 "bench: --tunebench_shapes: $work/shapes/a.yaml: a FIFO (named pipe), expected a YAML shape file" \
+  "$bench" --tunebench_shapes="$work/shapes" --benchmark_list_tests
+
+# The note of an empty file made a cache starts with the program's name.
+: >"$work/empty.sqlite"
+expect 0 "" env TUNEBENCH_CACHE="$work/empty.sqlite" "$bench" "${quick[@]}"
+grep -q "^bench: config cache $work/empty.sqlite is an empty file: starting a new cache in it\$" "$work/err" \
+  || fail "the empty-cache note: $(cat "$work/err")"
+
+# Output that cannot be written: one line naming what failed, a non-zero status; an export target
+# that is no regular file is refused before anything is written (a FIFO never blocks it).
+if [ -w /dev/full ]; then
+  set +e
+  "$bench" "${list[@]}" >/dev/full 2>"$work/err"; rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+    && grep -qx "bench: cannot write to stdout (No space left on device): the output is lost" "$work/err" \
+    || fail "bench --benchmark_list_tests >/dev/full: exit status $rc: $(cat "$work/err")"
+  for cmd in list export "show cpu_mxfp4_gemm M=1,N=256,K=512"; do
+    set +e
+    # shellcheck disable=SC2086  # the command's words
+    "$cache_cli" $cmd >/dev/full 2>"$work/err"; rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+      && grep -qx "tunebench-cache: ${cmd%% *}: cannot write to stdout (No space left on device): the output is lost" \
+        "$work/err" || fail "tunebench-cache $cmd >/dev/full: exit status $rc: $(cat "$work/err")"
+  done
+  expect 2 "tunebench-cache: export /dev/full: a device, expected a regular file or a new file name" \
+    "$cache_cli" export /dev/full
+fi
+mkfifo "$work/pipe"
+expect 2 "tunebench-cache: export $work/pipe: a FIFO (named pipe), expected a regular file" "$cache_cli" export "$work/pipe"
+expect 2 "tunebench-cache: export $work: a folder, expected a regular file" "$cache_cli" export "$work"
+expect 0 "" "$cache_cli" export "$work/export.json"
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["entries"]' "$work/export.json" \
+  || fail "export to a new file"
+echo "settings_input: all checks passed"
