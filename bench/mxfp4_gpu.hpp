@@ -72,6 +72,22 @@ bool is_decode_config(const Config& config);
 /// kernel for many rows on sm_90a (bench/kernels/mxfp4_wgmma.cuh), both ops.
 bool is_wgmma_config(const Config& config);
 
+/// Whether `config` belongs to the warp-specialized wgmma family (it has the parameter
+/// WGMMA_WS): the mxfp4_wgmma_ws kernel for the middle band of rows on sm_90a
+/// (bench/kernels/mxfp4_wgmma_ws.cuh), both ops: one producer warp bringing W and the
+/// activations in with cp.async through a ring of STAGES mbarrier-guarded stages, CONSUMERS
+/// warpgroups dequantizing W into wgmma's register fragment and running wgmma on the
+/// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
+/// mxfp4_splitk_finish).
+bool is_wgmma_ws_config(const Config& config);
+
+/// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
+/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), and the
+/// epilogue's tile (BLOCK_M x (BLOCK_N + 8) x 2 of BF16 at SPLIT_K 1, BLOCK_M x (BLOCK_N + 4) x
+/// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers. Throws
+/// ConfigError if `config` lacks one of those parameters.
+std::int64_t wgmma_ws_smem_bytes(const Config& config);
+
 /// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
 /// (BLOCK_M x BLOCK_K x 2 of activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes
 /// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2, then BLOCK_M x 8 of
@@ -88,8 +104,9 @@ constexpr int kMxfp4GridStrideThreads = 256;
 
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
-/// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma). Throws ConfigError if
-/// `config` lacks the parameter.
+/// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
+/// CONSUMERS x 128 + 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its consumer
+/// warpgroups and the producer warp). Throws ConfigError if `config` lacks the parameter.
 int mxfp4_block_threads(const Config& config);
 
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
@@ -97,7 +114,9 @@ int mxfp4_block_threads(const Config& config);
 /// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,
 /// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N and BLOCK_REDUCE) mxfp4_decode, for a
 /// wgmma config (WGMMA, BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K, optional MMA_N,
-/// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma, compiled for "sm_90a" when `arch` is "sm_90" (wgmma
+/// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma and for a warp-specialized wgmma config (WGMMA_WS,
+/// BLOCK_M, BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N) mxfp4_wgmma_ws, both compiled
+/// for "sm_90a" when `arch` is "sm_90" (wgmma
 /// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
 /// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config
 /// the dequantization kernel mxfp4_dequant_bf16 alone (one binary for every ALGO; `moe` is
@@ -147,6 +166,10 @@ class Mxfp4GpuOp : public Op {
   /// it the decode and tile configs have the rows to themselves (on an H200 the tile kernel still
   /// won every grouped prefill shape up to M = 2048, wgmma every one from 4096 on).
   static constexpr std::int64_t kWgmmaMinRows = 128;
+  /// Smallest M (tokens) the warp-specialized wgmma configs run at: the middle band starts
+  /// where one wgmma of 32 activation rows (MMA_N 32) is no longer mostly padding and the decode
+  /// kernel (M <= kDecodeMaxRows) starts to lose to BF16.
+  static constexpr std::int64_t kWgmmaWsMinRows = 32;
   /// Largest M the decode configs run at: each block row covers BLOCK_M (8 or 16) rows and
   /// rereads W, so beyond a few block rows the tile configs' reuse of each W fragment wins.
   static constexpr std::int64_t kDecodeMaxRows = 64;
