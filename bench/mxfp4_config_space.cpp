@@ -63,6 +63,23 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     list(128, {128}, 2, {128}, {4}, {1, 2, 4});
     list(256, {128}, 2, {64}, {4}, {1, 2});
     list(256, {128}, 2, {128}, {3}, {1});
+    // Four producer warps, where a stage's copies are largest against its MMAs.
+    const auto four = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
+                          std::vector<std::int64_t> split_k) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128}},
+                     {"BLOCK_K", {block_k}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {stages}},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {block_m}},
+                     {"PRODUCERS", {4}}});
+    };
+    four(32, 128, 4, {4});
+    four(64, 128, 4, {2, 4});
+    four(128, 128, 4, {1, 2, 4});
+    four(256, 64, 4, {1});
+    four(256, 128, 3, {1});
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of

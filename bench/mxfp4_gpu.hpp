@@ -74,7 +74,7 @@ bool is_wgmma_config(const Config& config);
 
 /// Whether `config` belongs to the warp-specialized wgmma family (it has the parameter
 /// WGMMA_WS): the mxfp4_wgmma_ws kernel for the middle band of rows on sm_90a
-/// (bench/kernels/mxfp4_wgmma_ws.cuh), both ops: one producer warp bringing W and the
+/// (bench/kernels/mxfp4_wgmma_ws.cuh), both ops: PRODUCERS producer warps (1 or 4) bringing W and the
 /// activations in with cp.async through a ring of STAGES mbarrier-guarded stages, CONSUMERS
 /// warpgroups dequantizing W into wgmma's register fragment and running wgmma on the
 /// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
@@ -105,8 +105,8 @@ constexpr int kMxfp4GridStrideThreads = 256;
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
 /// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
-/// CONSUMERS x 128 + 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its consumer
-/// warpgroups and the producer warp). Throws ConfigError if `config` lacks the parameter.
+/// CONSUMERS x 128 + PRODUCERS x 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its
+/// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the parameter.
 int mxfp4_block_threads(const Config& config);
 
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
@@ -115,7 +115,8 @@ int mxfp4_block_threads(const Config& config);
 /// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N and BLOCK_REDUCE) mxfp4_decode, for a
 /// wgmma config (WGMMA, BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K, optional MMA_N,
 /// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma and for a warp-specialized wgmma config (WGMMA_WS,
-/// BLOCK_M, BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N) mxfp4_wgmma_ws, both compiled
+/// BLOCK_M, BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS)
+/// mxfp4_wgmma_ws, both compiled
 /// for "sm_90a" when `arch` is "sm_90" (wgmma
 /// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
 /// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config

@@ -249,6 +249,12 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_EQ(&tunebench::bench::family_of(c), &tunebench::bench::mxfp4_family(tunebench::bench::Mxfp4Family::kWgmmaWs));
   EXPECT_EQ(tunebench::bench::mxfp4_block_threads(c), 2 * 128 + 32);
   EXPECT_EQ(tunebench::bench::mxfp4_block_threads(ws(32, 64, 128, 1, 1, 32)), 128 + 32);
+  auto four = c.params();
+  four.emplace_back("PRODUCERS", 4);
+  EXPECT_EQ(tunebench::bench::mxfp4_block_threads(tunebench::Config(four)), 2 * 128 + 4 * 32);
+  EXPECT_TRUE(dense.can_implement(tunebench::Config(four), mid, dev));
+  four.back().second = 2;
+  EXPECT_FALSE(dense.can_implement(tunebench::Config(four), mid, dev));  // PRODUCERS 1 or 4
   EXPECT_TRUE(dense.can_implement(c, mid, dev));
   EXPECT_TRUE(moe.can_implement(c, mid, dev));
   auto other_arch = dev;

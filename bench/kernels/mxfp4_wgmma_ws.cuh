@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
 // mxfp4_splitk_finish when SPLIT_K > 1. Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N)
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -11,8 +11,10 @@
 #include "mxfp4_wgmma_ops.cuh"
 
 // Block = CONSUMERS warpgroups (warps 0 .. 4 CONSUMERS - 1, so that each warpgroup starts at a
-// warp index divisible by 4, as wgmma asks) and one producer warp after them.
-// - The producer warp alone moves data: for each K tile of the block's K range (blockIdx.z's
+// warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
+// no more registers are lost, since nine warps already put three on one of the SM's four
+// register files).
+// - The producer warps alone move data: for each K tile of the block's K range (blockIdx.z's
 //   1/SPLIT_K of K) it waits until the consumers have released the tile's stage (the `empty`
 //   mbarrier), copies the activation rows (BF16, gathered for the grouped op) and the W codes
 //   and scales of the tile into the stage with cp.async, and, STAGES - 2 tiles later, waits for
@@ -36,11 +38,13 @@
 // Config: WGMMA_WS=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N (a multiple of 64 x
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
 // buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
-// SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), FOLDSCALE, MOE.
+// SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4),
+// FOLDSCALE, MOE.
 #define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
 #define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WS_CONSUMER_THREADS (CONSUMERS * 128)
-#define WS_THREADS (WS_CONSUMER_THREADS + 32)
+#define WS_PRODUCER_THREADS (PRODUCERS * 32)
+#define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
 #define WS_A_STAGE (BLOCK_M * BLOCK_K * 2)
 #define WS_STAGE_BYTES (WS_A_STAGE + WQ_STAGE + WS_STAGE)
 #define WS_PIPE_BYTES (STAGES * WS_STAGE_BYTES)
@@ -109,15 +113,16 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 32);                   // the producer's lanes
+      mbar_init(&full[s], WS_PRODUCER_THREADS);  // every producer thread
       mbar_init(&empty[s], WS_CONSUMER_THREADS);  // every consumer thread
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
-  if (warp == CONSUMERS * 4) {
-    // The producer warp.
+  if (warp >= CONSUMERS * 4) {
+    // The producer warps.
+    const int ptid = tid - WS_CONSUMER_THREADS;
     const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
     const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
     for (int kt = 0; kt < k_tiles; ++kt) {
@@ -125,25 +130,26 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
       u8* base = smem + s * WS_STAGE_BYTES;
       const int k0 = k_begin + kt * BLOCK_K;
-      // Two neighbouring lanes read one row's 32 contiguous bytes (a whole sector); rows past
+      // Two neighbouring threads read one row's 32 contiguous bytes (a whole sector); rows past
       // the block's count are zero-filled (no global read).
 #pragma unroll
-      for (int j = 0; j < BLOCK_M / 16; ++j) {
-        const int r = j * 16 + (lane >> 1);
-        const u16* src = A + (long long)a_idx[r] * K + k0 + (lane & 1) * 8;
-        u8* dst = base + (lane & 1) * (BLOCK_M * 16) + r * 16;
+      for (int j = 0; j < (2 * BLOCK_M + WS_PRODUCER_THREADS - 1) / WS_PRODUCER_THREADS; ++j) {
+        const int r = j * (WS_PRODUCER_THREADS / 2) + (ptid >> 1);
+        if (2 * BLOCK_M % WS_PRODUCER_THREADS != 0 && r >= BLOCK_M) break;
+        const u16* src = A + (long long)a_idx[r] * K + k0 + (ptid & 1) * 8;
+        u8* dst = base + (ptid & 1) * (BLOCK_M * 16) + r * 16;
         const int bytes = r < row_count ? 16 : 0;
 #pragma unroll
         for (int q = 0; q < BLOCK_K / 16; ++q) cp_async16(dst + q * 2 * (BLOCK_M * 16), src + q * 16, bytes);
       }
       u8* wq_s = base + WS_A_STAGE;
 #pragma unroll 4
-      for (int c = lane; c < WQ_STAGE / 16; c += 32) {
+      for (int c = ptid; c < WQ_STAGE / 16; c += WS_PRODUCER_THREADS) {
         const int t = c / (KA * 16), rest = c % (KA * 16);
         cp_async16(wq_s + c * 16, wq_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32) * 256 + rest * 16, 16);
       }
       u8* ws_s = wq_s + WQ_STAGE;
-      for (int c = lane; c < WS_STAGE / 16; c += 32) {
+      for (int c = ptid; c < WS_STAGE / 16; c += WS_PRODUCER_THREADS) {
         const int t = c / KA, a = c % KA;
         cp_async16(ws_s + c * 16, ws_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32 + a) * 16, 16);
       }
