@@ -53,8 +53,7 @@ std::int64_t wgmma_ws_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N"),
                      stages = config.get("STAGES");
   const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
-  const std::int64_t out =
-      config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
+  const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
   return std::max(stages * stage, out) + 2 * block_m * 4 + 2 * stages * 8;
 }
 

@@ -106,7 +106,8 @@ constexpr int kMxfp4GridStrideThreads = 256;
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
 /// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
 /// CONSUMERS x 128 + PRODUCERS x 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its
-/// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the parameter.
+/// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the
+/// parameter.
 int mxfp4_block_threads(const Config& config);
 
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
@@ -204,7 +205,11 @@ class Mxfp4GpuOp : public Op {
   /// in the grouped op's default space three configs for prefill (128 x 256 x 128 with MMA_N 128:
   /// STAGES 3, and STAGES 3/4 with MMA_OVERLAP 1),
   /// none in the dense op's default space (its dequantize family is faster there); in both
-  /// ops' expanded space 57 configs. The dense op then adds the dequantize-then-cuBLASLt family,
+  /// ops' expanded space 57 configs. The warp-specialized wgmma family (WGMMA_WS=1: BLOCK_M,
+  /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS): in both ops'
+  /// expanded space 38 configs (BLOCK_M 32..256 with MMA_N = BLOCK_M, BLOCK_N 64 or 128,
+  /// BLOCK_K 64..256, SPLIT_K 1..8, one or four producer warps), in no default space (none won
+  /// a shape on an H200, docs/perf-mxfp4.md). The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   /// Built once per op and kind (the same list on every call): each list of the code goes through
@@ -229,6 +234,12 @@ class Mxfp4GpuOp : public Op {
   /// within 2048 threads and 228 KiB of shared memory an SM (wgmma_smem_bytes + the 1 KiB
   /// reserved per block, each) and at least accumulators + 64 registers a thread, N % BLOCK_N
   /// == 0, K % BLOCK_K == 0, wgmma_smem_bytes within the opt-in shared memory.
+  /// Warp-specialized wgmma configs: M >= kWgmmaWsMinRows, a device of compute capability 9.0
+  /// only, BLOCK_M a multiple of MMA_N (32, 64, 128 or 256) up to 256, BLOCK_N a multiple of 64 x
+  /// CONSUMERS (1 or 2) up to 1024, at most 128 fp32 accumulators a thread (BLOCK_N / 64 /
+  /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
+  /// <= 16, PRODUCERS 1 or 4 (or absent), N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
+  /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
   /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.

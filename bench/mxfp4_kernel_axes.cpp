@@ -53,8 +53,8 @@ std::vector<KernelFamily> make_families() {
         range("BLOCK_K", 32, 512, 32), one_of("WARPS", {4, 8}), range("STAGES", 2, 8), one_of("SPLIT_K", {1}),
         one_of("MMA_N", {64, 128, 256}, 64), one_of("MMA_OVERLAP", {0, 1}, 0), range("MIN_BLOCKS", 1, 16, 1, 1)}});
   // The warp-specialized wgmma family: PRODUCERS producer warps (1 when absent) and CONSUMERS
-  // warpgroups, split-K for the middle band. BLOCK_K a multiple of 64 (an even number of atoms a tile, which its register
-  // double buffer of W fragments needs); MMA_N 32 serves M = 32.
+  // warpgroups, split-K for the middle band. BLOCK_K a multiple of 64 (an even number of atoms a tile, which its
+  // register double buffer of W fragments needs); MMA_N 32 serves M = 32.
   f.push_back({Mxfp4Family::kWgmmaWs,
                "WGMMA_WS",
                "mxfp4_wgmma_ws.cuh",

@@ -196,7 +196,8 @@ TEST_F(GpuMxfp4, WarpSpecializedWgmmaConfigsMatchTheCpuReference) {
       ASSERT_FALSE(configs.empty());
       op->precompile(configs, device_, 16);
       for (const auto& s : op == &dense ? dense_shapes : moe_shapes) {
-        EXPECT_EQ(check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_ws_config), static_cast<int>(configs.size()))
+        EXPECT_EQ(check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_ws_config),
+                  static_cast<int>(configs.size()))
             << op->name() << " " << s.gemm << " M=" << s.m << ": every warp-specialized wgmma config runs these shapes";
       }
     }

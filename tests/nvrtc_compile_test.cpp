@@ -125,8 +125,8 @@ TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation
                     {"WARPS_K", 2}, {"STAGES", 3},   {"SPLIT_K", 1}};
   const Config wgmma{{"WGMMA", 1}, {"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 64},
                      {"WARPS", 8}, {"STAGES", 3},    {"SPLIT_K", 1}};
-  const Config wgmma_ws{{"WGMMA_WS", 1}, {"BLOCK_M", 64}, {"BLOCK_N", 128}, {"BLOCK_K", 128},
-                        {"CONSUMERS", 2}, {"STAGES", 3},  {"SPLIT_K", 2},   {"MMA_N", 64}};
+  const Config wgmma_ws{{"WGMMA_WS", 1},  {"BLOCK_M", 64}, {"BLOCK_N", 128}, {"BLOCK_K", 128},
+                        {"CONSUMERS", 2}, {"STAGES", 3},   {"SPLIT_K", 2},   {"MMA_N", 64}};
   for (const auto& config : {decode, tile, wgmma, wgmma_ws}) {
     auto build = tunebench::bench::mxfp4_jit_build(config, true, false, "sm_90");
     const std::string flag = "-DLAUNCH_SMEM_BYTES=";
