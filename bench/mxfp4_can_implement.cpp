@@ -38,12 +38,23 @@ bool is_decode_config(const Config& config) { return config.has(mxfp4_family(Mxf
 
 bool is_wgmma_config(const Config& config) { return config.has(mxfp4_family(Mxfp4Family::kWgmma).marker); }
 
+bool is_wgmma_ws_config(const Config& config) { return config.has(mxfp4_family(Mxfp4Family::kWgmmaWs).marker); }
+
 // Mirrors WG_SMEM_MAIN and the row indices after it in the kernel.
 std::int64_t wgmma_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N");
   const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
   const std::int64_t out = block_m * (block_n + 8) * 2;
   return std::max(config.get("STAGES") * stage, out) + 2 * block_m * 4;
+}
+
+// Mirrors WS_SMEM_MAIN, the row indices and the mbarriers after it in the kernel.
+std::int64_t wgmma_ws_smem_bytes(const Config& config) {
+  const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N"),
+                     stages = config.get("STAGES");
+  const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
+  const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
+  return std::max(stages * stage, out) + 2 * block_m * 4 + 2 * stages * 8;
 }
 
 std::int64_t decode_block_n(const Config& config) {
@@ -59,6 +70,7 @@ std::int64_t decode_smem_bytes(const Config& config) {
 std::int64_t launch_smem_bytes(const Config& config) {
   if (is_decode_config(config)) return decode_smem_bytes(config);
   if (is_wgmma_config(config)) return wgmma_smem_bytes(config);
+  if (is_wgmma_ws_config(config)) return wgmma_ws_smem_bytes(config);
   return Tiles(config).smem_bytes();
 }
 
@@ -113,6 +125,18 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (accumulators > 128 || accumulators + 64 > 65536 / (min_blocks * warps * 32)) return false;
     return shape.m >= kWgmmaMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
+  }
+  if (is_wgmma_ws_config(config)) {
+    const std::int64_t block_m = config.get("BLOCK_M"), block_n = config.get("BLOCK_N"),
+                       block_k = config.get("BLOCK_K"), consumers = config.get("CONSUMERS"),
+                       split_k = config.get("SPLIT_K"), mma_n = config.get("MMA_N");
+    if (device.cc_major != 9 || device.cc_minor != 0) return false;  // sm_90a's wgmma
+    if (block_n % (64 * consumers) || block_m % mma_n) return false;
+    // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
+    // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block).
+    if (block_n / 64 / consumers * block_m / 2 > 128) return false;
+    return shape.m >= kWgmmaWsMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
+           wgmma_ws_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }
   const Tiles t(config);
   if (t.warps % t.warps_k || t.block_n % (16 * t.warps_n()) || t.block_k % (32 * t.warps_k)) return false;

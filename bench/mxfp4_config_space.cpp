@@ -17,6 +17,7 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   const KernelFamily& tile = mxfp4_family(Mxfp4Family::kTile);
   const KernelFamily& decode = mxfp4_family(Mxfp4Family::kDecode);
   const KernelFamily& wgmma = mxfp4_family(Mxfp4Family::kWgmma);
+  const KernelFamily& wgmma_ws = mxfp4_family(Mxfp4Family::kWgmmaWs);
   const KernelFamily& dequant = mxfp4_family(Mxfp4Family::kDequant);
   // Each family's configs through its axes (mxfp4_kernel_axes.cpp), which also give the
   // kernel's defines: the marker first, the family's order, an optional axis at its fallback
@@ -37,6 +38,48 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
                                  {"STAGES", std::move(stages)},   {"SPLIT_K", {1}}};
     axes.insert(axes.end(), optional.begin(), optional.end());
     add(wgmma, std::move(axes));
+  };
+  // The warp-specialized wgmma family for the middle band (M = 32..2048): per BLOCK_M, its
+  // MMA_N, the W rows (BLOCK_N, one or two consumer warpgroups), K tiles, stages and split-K,
+  // enough block splits for 132 SMs where M gives few block rows (N = 4096, BLOCK_N 128: 32
+  // block columns). Nine warps a block leave a consumer thread at most 168 registers (three
+  // warps on one of the SM's four register files), so 128 accumulators a thread spill (128 x 256
+  // tiles: 200 bytes; 256 x 128: 16 bytes, kept) and no config takes more.
+  const auto add_wgmma_ws = [&] {
+    const auto list = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::int64_t consumers,
+                          std::vector<std::int64_t> block_k, std::vector<std::int64_t> stages,
+                          std::vector<std::int64_t> split_k) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", std::move(block_n)},
+                     {"BLOCK_K", std::move(block_k)},
+                     {"CONSUMERS", {consumers}},
+                     {"STAGES", std::move(stages)},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {std::min<std::int64_t>(block_m, 256)}}});
+    };
+    list(32, {64}, 1, {128, 256}, {4}, {1, 2, 4, 8});
+    list(32, {128}, 2, {128, 256}, {4}, {1, 2, 4, 8});
+    list(64, {128}, 2, {128, 256}, {4}, {1, 2, 4, 8});
+    list(128, {128}, 2, {128}, {4}, {1, 2, 4});
+    list(256, {128}, 2, {64}, {4}, {1, 2});
+    list(256, {128}, 2, {128}, {3}, {1});
+    // Four producer warps, where a stage's copies are largest against its MMAs.
+    const auto four = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
+                          std::vector<std::int64_t> split_k) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128}},
+                     {"BLOCK_K", {block_k}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {stages}},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {block_m}},
+                     {"PRODUCERS", {4}}});
+    };
+    four(32, 128, 4, {4});
+    four(64, 128, 4, {2, 4});
+    four(128, 128, 4, {1, 2, 4});
+    four(256, 64, 4, {1});
+    four(256, 128, 3, {1});
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
@@ -214,6 +257,7 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
                {"WARPS_K", {1}},
                {"STAGES", {8}},
                {"SPLIT_K", {1, 2, 4}}});
+    add_wgmma_ws();
     add_decode();
     add_dequant();
     return out;
@@ -296,6 +340,9 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
              {"WARPS_K", {1}},
              {"STAGES", {3, 4}},
              {"SPLIT_K", {1}}});
+  // No warp-specialized wgmma config: on an H200 (2026-12-02) none won a shape of M = 32..2048
+  // against the tile, decode and dequantize configs (docs/perf-mxfp4.md), so the family stays in
+  // the expanded space.
   add_decode();
   add_dequant();
   return out;

@@ -72,6 +72,22 @@ bool is_decode_config(const Config& config);
 /// kernel for many rows on sm_90a (bench/kernels/mxfp4_wgmma.cuh), both ops.
 bool is_wgmma_config(const Config& config);
 
+/// Whether `config` belongs to the warp-specialized wgmma family (it has the parameter
+/// WGMMA_WS): the mxfp4_wgmma_ws kernel for the middle band of rows on sm_90a
+/// (bench/kernels/mxfp4_wgmma_ws.cuh), both ops: PRODUCERS producer warps (1 or 4) bringing W and the
+/// activations in with cp.async through a ring of STAGES mbarrier-guarded stages, CONSUMERS
+/// warpgroups dequantizing W into wgmma's register fragment and running wgmma on the
+/// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
+/// mxfp4_splitk_finish).
+bool is_wgmma_ws_config(const Config& config);
+
+/// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
+/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), and the
+/// epilogue's tile (BLOCK_M x (BLOCK_N + 8) x 2 of BF16 at SPLIT_K 1, BLOCK_M x (BLOCK_N + 4) x
+/// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers. Throws
+/// ConfigError if `config` lacks one of those parameters.
+std::int64_t wgmma_ws_smem_bytes(const Config& config);
+
 /// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
 /// (BLOCK_M x BLOCK_K x 2 of activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes
 /// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2, then BLOCK_M x 8 of
@@ -88,8 +104,10 @@ constexpr int kMxfp4GridStrideThreads = 256;
 
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
-/// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma). Throws ConfigError if
-/// `config` lacks the parameter.
+/// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
+/// CONSUMERS x 128 + PRODUCERS x 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its
+/// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the
+/// parameter.
 int mxfp4_block_threads(const Config& config);
 
 /// What the MXFP4 ops compile for `config`, dense or grouped (`moe`), with FOLDSCALE on or off,
@@ -97,7 +115,10 @@ int mxfp4_block_threads(const Config& config);
 /// BLOCK_N, BLOCK_K, WARPS, WARPS_K, STAGES, SPLIT_K) mxfp4_gemm, for a decode config (DECODE,
 /// BLOCK_M, WARPS_K, UNROLL, SPLIT_K, STAGES, SCALE_VOTE, optional BLOCK_N and BLOCK_REDUCE) mxfp4_decode, for a
 /// wgmma config (WGMMA, BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, SPLIT_K, optional MMA_N,
-/// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma, compiled for "sm_90a" when `arch` is "sm_90" (wgmma
+/// MMA_OVERLAP, MIN_BLOCKS) mxfp4_wgmma and for a warp-specialized wgmma config (WGMMA_WS,
+/// BLOCK_M, BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS)
+/// mxfp4_wgmma_ws, both compiled
+/// for "sm_90a" when `arch` is "sm_90" (wgmma
 /// is in the architecture-specific target only; PTX ISA, "wgmma.mma_async"), each
 /// with its dynamic shared memory and followed by mxfp4_splitk_finish; for a dequantize config
 /// the dequantization kernel mxfp4_dequant_bf16 alone (one binary for every ALGO; `moe` is
@@ -147,6 +168,10 @@ class Mxfp4GpuOp : public Op {
   /// it the decode and tile configs have the rows to themselves (on an H200 the tile kernel still
   /// won every grouped prefill shape up to M = 2048, wgmma every one from 4096 on).
   static constexpr std::int64_t kWgmmaMinRows = 128;
+  /// Smallest M (tokens) the warp-specialized wgmma configs run at: the middle band starts
+  /// where one wgmma of 32 activation rows (MMA_N 32) is no longer mostly padding and the decode
+  /// kernel (M <= kDecodeMaxRows) starts to lose to BF16.
+  static constexpr std::int64_t kWgmmaWsMinRows = 32;
   /// Largest M the decode configs run at: each block row covers BLOCK_M (8 or 16) rows and
   /// rereads W, so beyond a few block rows the tile configs' reuse of each W fragment wins.
   static constexpr std::int64_t kDecodeMaxRows = 64;
@@ -180,7 +205,11 @@ class Mxfp4GpuOp : public Op {
   /// in the grouped op's default space three configs for prefill (128 x 256 x 128 with MMA_N 128:
   /// STAGES 3, and STAGES 3/4 with MMA_OVERLAP 1),
   /// none in the dense op's default space (its dequantize family is faster there); in both
-  /// ops' expanded space 57 configs. The dense op then adds the dequantize-then-cuBLASLt family,
+  /// ops' expanded space 57 configs. The warp-specialized wgmma family (WGMMA_WS=1: BLOCK_M,
+  /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS): in both ops'
+  /// expanded space 38 configs (BLOCK_M 32..256 with MMA_N = BLOCK_M, BLOCK_N 64 or 128,
+  /// BLOCK_K 64..256, SPLIT_K 1..8, one or four producer warps), in no default space (none won
+  /// a shape on an H200, docs/perf-mxfp4.md). The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   /// Built once per op and kind (the same list on every call): each list of the code goes through
@@ -205,6 +234,12 @@ class Mxfp4GpuOp : public Op {
   /// within 2048 threads and 228 KiB of shared memory an SM (wgmma_smem_bytes + the 1 KiB
   /// reserved per block, each) and at least accumulators + 64 registers a thread, N % BLOCK_N
   /// == 0, K % BLOCK_K == 0, wgmma_smem_bytes within the opt-in shared memory.
+  /// Warp-specialized wgmma configs: M >= kWgmmaWsMinRows, a device of compute capability 9.0
+  /// only, BLOCK_M a multiple of MMA_N (32, 64, 128 or 256) up to 256, BLOCK_N a multiple of 64 x
+  /// CONSUMERS (1 or 2) up to 1024, at most 128 fp32 accumulators a thread (BLOCK_N / 64 /
+  /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
+  /// <= 16, PRODUCERS 1 or 4 (or absent), N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
+  /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in
   /// bf16_gemm). A config lacking one of its family's parameters is false, never an exception.

@@ -40,7 +40,9 @@ CompileRequest mxfp4_request(const Config& config, bool moe, bool foldscale, con
   req.options.push_back("-DFOLDSCALE=" + std::to_string(foldscale ? 1 : 0));
   if (!family.gemm) return req;  // one dequantization kernel for every ALGO
   // wgmma exists only in sm_90a, the architecture-specific variant of sm_90.
-  if (family.id == Mxfp4Family::kWgmma && arch == "sm_90") req.arch = "sm_90a";
+  if ((family.id == Mxfp4Family::kWgmma || family.id == Mxfp4Family::kWgmmaWs) && arch == "sm_90") {
+    req.arch = "sm_90a";
+  }
   for (auto& define : family.defines(config)) req.options.push_back(std::move(define));
   // The kernel checks the launch's figure against its own layout (a static_assert), so that a
   // change to one side that the other misses fails the compilation instead of a launch.
@@ -65,6 +67,10 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
 int mxfp4_block_threads(const Config& config) {
   if (is_decode_config(config)) return static_cast<int>(config.get("WARPS_K")) * 32;
   if (is_dequant_config(config)) return kMxfp4GridStrideThreads;
+  if (is_wgmma_ws_config(config)) {
+    return static_cast<int>(config.get("CONSUMERS") * 128 +
+                            mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "PRODUCERS") * 32);
+  }
   return static_cast<int>(config.get("WARPS")) * 32;
 }
 

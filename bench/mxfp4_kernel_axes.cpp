@@ -52,6 +52,17 @@ std::vector<KernelFamily> make_families() {
        {one_of("WGMMA", {1}), range("BLOCK_M", 64, 256, 64), range("BLOCK_N", 64, 1024, 64),
         range("BLOCK_K", 32, 512, 32), one_of("WARPS", {4, 8}), range("STAGES", 2, 8), one_of("SPLIT_K", {1}),
         one_of("MMA_N", {64, 128, 256}, 64), one_of("MMA_OVERLAP", {0, 1}, 0), range("MIN_BLOCKS", 1, 16, 1, 1)}});
+  // The warp-specialized wgmma family: PRODUCERS producer warps (1 when absent) and CONSUMERS
+  // warpgroups, split-K for the middle band. BLOCK_K a multiple of 64 (an even number of atoms a tile, which its
+  // register double buffer of W fragments needs); MMA_N 32 serves M = 32.
+  f.push_back({Mxfp4Family::kWgmmaWs,
+               "WGMMA_WS",
+               "mxfp4_wgmma_ws.cuh",
+               "mxfp4_wgmma_ws",
+               true,
+               {one_of("WGMMA_WS", {1}), range("BLOCK_M", 32, 256, 32), range("BLOCK_N", 64, 1024, 64),
+                range("BLOCK_K", 64, 512, 64), one_of("CONSUMERS", {1, 2}), range("STAGES", 2, 8),
+                range("SPLIT_K", 1, 16), one_of("MMA_N", {32, 64, 128, 256}), one_of("PRODUCERS", {1, 4}, 1)}});
   // One binary for every ALGO: it indexes cuBLASLt's heuristic candidates at run time.
   KernelAxis algo = range("ALGO", 0, kUnbounded);
   algo.define = false;
@@ -147,7 +158,8 @@ const KernelFamily& mxfp4_family(Mxfp4Family id) {
 
 const KernelFamily& family_of(const Config& config) {
   // The dequantize marker first: it was told apart first when the families were added.
-  for (const Mxfp4Family id : {Mxfp4Family::kDequant, Mxfp4Family::kDecode, Mxfp4Family::kWgmma}) {
+  for (const Mxfp4Family id :
+       {Mxfp4Family::kDequant, Mxfp4Family::kDecode, Mxfp4Family::kWgmma, Mxfp4Family::kWgmmaWs}) {
     if (config.has(mxfp4_family(id).marker)) return mxfp4_family(id);
   }
   return mxfp4_family(Mxfp4Family::kTile);

@@ -31,7 +31,7 @@ struct KernelAxis {
 };
 
 /// The MXFP4 kernel families, each one kernel file of bench/kernels/.
-enum class Mxfp4Family { kTile, kDecode, kWgmma, kDequant };
+enum class Mxfp4Family { kTile, kDecode, kWgmma, kWgmmaWs, kDequant };
 
 /// A kernel family: its kernel file, the kernels its binary holds and its axes.
 struct KernelFamily {
@@ -66,11 +66,11 @@ struct KernelFamily {
   std::vector<std::string> defines(const Config& config) const;
 };
 
-/// Every family: tile, decode, wgmma, dequantize.
+/// Every family: tile, decode, wgmma, warp-specialized wgmma, dequantize.
 const std::vector<KernelFamily>& mxfp4_families();
 /// The family `id`.
 const KernelFamily& mxfp4_family(Mxfp4Family id);
-/// The family `config` belongs to, by its marker (DEQUANT_BF16, DECODE, WGMMA; none: tile).
+/// The family `config` belongs to, by its marker (DEQUANT_BF16, DECODE, WGMMA, WGMMA_WS; none: tile).
 const KernelFamily& family_of(const Config& config);
 
 }  // namespace tunebench::bench

@@ -158,6 +158,52 @@ TEST_F(GpuMxfp4, WgmmaConfigsMatchTheCpuReference) {
   }
 }
 
+// Every config of the warp-specialized wgmma family, FOLDSCALE off and on, on geometries that
+// reach all of its paths: dense N = 1024, K = 2048 (so that every SPLIT_K, up to 8 x 256, divides
+// K) at M = 32 (its smallest), 100 (a partial block row and partial pieces) and 300; grouped
+// with 8 experts, top-2, M = 512 in the w13 and w2 geometries (tiles of several pieces, full and
+// partial, and split-K sums into the pairs' rows).
+TEST_F(GpuMxfp4, WarpSpecializedWgmmaConfigsMatchTheCpuReference) {
+  using tunebench::bench::is_wgmma_ws_config;
+  if (device_.cc_major != 9 || device_.cc_minor != 0) GTEST_SKIP() << "wgmma (sm_90a) needs compute capability 9.0";
+  const auto shapes = tunebench::testing::decode_and_prefill_shapes();
+  std::vector<Shape> dense_shapes, moe_shapes;
+  for (const auto& s : shapes) {
+    if (s.set.find("prefill_ep") == std::string::npos) continue;
+    Shape small = s;
+    small.n = 1024;
+    small.k = 2048;
+    small.m = 512;
+    small.experts = 8;
+    small.top_k = 2;
+    moe_shapes.push_back(small);
+    if (s.gemm != "w13") continue;
+    for (const std::int64_t m : {tunebench::bench::Mxfp4GpuOp::kWgmmaWsMinRows, std::int64_t{100}, std::int64_t{300}}) {
+      small.m = m;
+      dense_shapes.push_back(small);
+    }
+  }
+  ASSERT_EQ(moe_shapes.size(), 2u);
+  for (bool fold : {false, true}) {
+    const tunebench::bench::Mxfp4GemmOp dense(fold, kScaleLo, kScaleHi);
+    const tunebench::bench::Mxfp4MoeOp moe(fold, kScaleLo, kScaleHi);
+    for (const tunebench::bench::Mxfp4GpuOp* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
+                                                   static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
+      std::vector<Config> configs;
+      for (const auto& c : op->config_space(tunebench::SpaceKind::kExpanded)) {
+        if (is_wgmma_ws_config(c)) configs.push_back(c);
+      }
+      ASSERT_FALSE(configs.empty());
+      op->precompile(configs, device_, 16);
+      for (const auto& s : op == &dense ? dense_shapes : moe_shapes) {
+        EXPECT_EQ(check_all(*op, s, tunebench::SpaceKind::kExpanded, is_wgmma_ws_config),
+                  static_cast<int>(configs.size()))
+            << op->name() << " " << s.gemm << " M=" << s.m << ": every warp-specialized wgmma config runs these shapes";
+      }
+    }
+  }
+}
+
 // SCALE_VOTE=1 gives SCALE_VOTE=0's bits, with scale codes 0..140: code 0 (the subnormal
 // 2^-127) sends about a fifth of the groups down the vote's general branch under FOLDSCALE=0,
 // codes above 128 most of them under FOLDSCALE=1, so both branches run in both variants.

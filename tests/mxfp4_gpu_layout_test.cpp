@@ -219,6 +219,92 @@ TEST(Mxfp4GpuOps, WgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_EQ(dense_default, 0);
 }
 
+// The warp-specialized wgmma family: sm_90 (sm_90a code) only; BLOCK_M a multiple of MMA_N up to
+// 256, BLOCK_N a multiple of 64 per consumer warpgroup, at most 128 accumulators a thread,
+// BLOCK_K a multiple of 64, K a multiple of BLOCK_K x SPLIT_K, M from kWgmmaWsMinRows; a block is
+// its consumer warpgroups and one producer warp; shared memory is the pipeline or the epilogue's
+// tile (fp32 under split-K), then row indices and two mbarriers a stage.
+TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
+  using tunebench::bench::is_wgmma_config;
+  using tunebench::bench::is_wgmma_ws_config;
+  using tunebench::bench::wgmma_ws_smem_bytes;
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  const auto dev = tunebench::sm90_reference_device();
+  const tunebench::Shape mid{"s", "w13", 128, 4096, 4096, 256, 6, std::nullopt};
+  auto ws = [](std::int64_t block_m, std::int64_t block_n, std::int64_t block_k, std::int64_t consumers,
+               std::int64_t split_k, std::int64_t mma_n, std::int64_t stages = 4) {
+    return tunebench::Config({{"WGMMA_WS", 1},
+                              {"BLOCK_M", block_m},
+                              {"BLOCK_N", block_n},
+                              {"BLOCK_K", block_k},
+                              {"CONSUMERS", consumers},
+                              {"STAGES", stages},
+                              {"SPLIT_K", split_k},
+                              {"MMA_N", mma_n}});
+  };
+  const auto c = ws(128, 128, 128, 2, 4, 128);
+  EXPECT_TRUE(is_wgmma_ws_config(c));
+  EXPECT_FALSE(is_wgmma_config(c));
+  EXPECT_EQ(&tunebench::bench::family_of(c), &tunebench::bench::mxfp4_family(tunebench::bench::Mxfp4Family::kWgmmaWs));
+  EXPECT_EQ(tunebench::bench::mxfp4_block_threads(c), 2 * 128 + 32);
+  EXPECT_EQ(tunebench::bench::mxfp4_block_threads(ws(32, 64, 128, 1, 1, 32)), 128 + 32);
+  auto four = c.params();
+  four.emplace_back("PRODUCERS", 4);
+  EXPECT_EQ(tunebench::bench::mxfp4_block_threads(tunebench::Config(four)), 2 * 128 + 4 * 32);
+  EXPECT_TRUE(dense.can_implement(tunebench::Config(four), mid, dev));
+  four.back().second = 2;
+  EXPECT_FALSE(dense.can_implement(tunebench::Config(four), mid, dev));  // PRODUCERS 1 or 4
+  EXPECT_TRUE(dense.can_implement(c, mid, dev));
+  EXPECT_TRUE(moe.can_implement(c, mid, dev));
+  auto other_arch = dev;
+  other_arch.cc_minor = 9;
+  EXPECT_FALSE(dense.can_implement(c, mid, other_arch));
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 128, 2, 4, 256), mid, dev));  // MMA_N > BLOCK_M
+  EXPECT_FALSE(dense.can_implement(ws(96, 128, 128, 2, 4, 64), mid, dev));    // BLOCK_M % MMA_N
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 128, 2, 4, 48), mid, dev));   // MMA_N not offered
+  EXPECT_FALSE(dense.can_implement(ws(128, 64, 128, 2, 4, 128), mid, dev));   // 64 W rows, 2 warpgroups
+  EXPECT_FALSE(dense.can_implement(ws(256, 256, 64, 2, 1, 256), mid, dev));   // 256 accumulators
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 96, 2, 1, 128), mid, dev));   // 3 atoms a K tile
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 128, 3, 1, 128), mid, dev));  // CONSUMERS 1 or 2
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 128, 2, 1, 128, 1), mid, dev));
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 128, 2, 64, 128), mid, dev));    // SPLIT_K <= 16
+  EXPECT_FALSE(dense.can_implement(ws(128, 128, 512, 2, 16, 128), mid, dev));    // K % (BLOCK_K x SPLIT_K)
+  EXPECT_FALSE(dense.can_implement(ws(256, 128, 256, 2, 1, 256, 4), mid, dev));  // 4 x 81 KiB of stages
+  tunebench::Shape few = mid;
+  few.m = tunebench::bench::Mxfp4GpuOp::kWgmmaWsMinRows - 1;
+  EXPECT_FALSE(dense.can_implement(ws(32, 128, 128, 2, 4, 32), few, dev));
+  few.m += 1;
+  EXPECT_TRUE(dense.can_implement(ws(32, 128, 128, 2, 4, 32), few, dev));
+  // A config lacking an axis is false, never an exception.
+  EXPECT_FALSE(dense.can_implement(tunebench::Config{{"WGMMA_WS", 1}, {"BLOCK_M", 128}}, mid, dev));
+  // Shared memory: BF16 epilogue at SPLIT_K 1, fp32 under split-K, whichever is larger than the
+  // pipeline; then 8 bytes of row indices a block row and 16 bytes of mbarriers a stage.
+  EXPECT_EQ(wgmma_ws_smem_bytes(c), 4 * (128 * 128 * 2 + 8 * 4 * 272) + 128 * 8 + 4 * 16);
+  EXPECT_EQ(wgmma_ws_smem_bytes(ws(128, 256, 64, 2, 1, 128, 2)),
+            std::max<std::int64_t>(2 * (128 * 64 * 2 + 16 * 2 * 272), 128 * 264 * 2) + 128 * 8 + 2 * 16);
+  EXPECT_EQ(wgmma_ws_smem_bytes(ws(128, 256, 64, 2, 2, 128, 2)), 128 * 260 * 4 + 128 * 8 + 2 * 16);
+  // Every expanded config of the family runs M = 32..2048 on some geometry of the EP and TP4
+  // sets, and neither op's default space holds one (none won a shape on an H200, 2026-12-02).
+  int expanded = 0, grouped_default = 0, dense_default = 0;
+  for (const auto& config : dense.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (!is_wgmma_ws_config(config)) continue;
+    ++expanded;
+    tunebench::Shape s = mid;
+    s.k = 2048;
+    s.m = config.get("BLOCK_M");
+    EXPECT_TRUE(dense.can_implement(config, s, dev)) << config.str();
+    EXPECT_TRUE(moe.can_implement(config, s, dev)) << config.str();
+  }
+  for (const auto& config : moe.config_space(tunebench::SpaceKind::kDefault))
+    grouped_default += is_wgmma_ws_config(config);
+  for (const auto& config : dense.config_space(tunebench::SpaceKind::kDefault))
+    dense_default += is_wgmma_ws_config(config);
+  EXPECT_GE(expanded, 30);
+  EXPECT_EQ(grouped_default, 0);
+  EXPECT_EQ(dense_default, 0);
+}
+
 // The expanded space holds every default config under the same name (an exhaustive search can
 // only find the same or better), and a kernel has one name (one cache row): no two configs of a
 // space are the same kernel once an optional axis at its default value is dropped and the

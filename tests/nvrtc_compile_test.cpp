@@ -115,7 +115,7 @@ TEST(NvrtcCompile, FailureIsReportedWithTheLogAndNotCached) {
 
 // Each kernel checks the host's dynamic shared memory for its launch against its own layout when
 // it is compiled: the host's figure passes, and the same figure 16 bytes off fails the
-// compilation with the kernel's message, for the decode ring, the tile and the wgmma kernel.
+// compilation with the kernel's message, for the decode ring, the tile and both wgmma kernels.
 TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation) {
   using tunebench::Config;
   const KernelCompiler compiler(fs::path{});
@@ -125,7 +125,9 @@ TEST(NvrtcCompile, AHostSharedMemoryFigureOffTheKernelsLayoutFailsTheCompilation
                     {"WARPS_K", 2}, {"STAGES", 3},   {"SPLIT_K", 1}};
   const Config wgmma{{"WGMMA", 1}, {"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 64},
                      {"WARPS", 8}, {"STAGES", 3},    {"SPLIT_K", 1}};
-  for (const auto& config : {decode, tile, wgmma}) {
+  const Config wgmma_ws{{"WGMMA_WS", 1},  {"BLOCK_M", 64}, {"BLOCK_N", 128}, {"BLOCK_K", 128},
+                        {"CONSUMERS", 2}, {"STAGES", 3},   {"SPLIT_K", 2},   {"MMA_N", 64}};
+  for (const auto& config : {decode, tile, wgmma, wgmma_ws}) {
     auto build = tunebench::bench::mxfp4_jit_build(config, true, false, "sm_90");
     const std::string flag = "-DLAUNCH_SMEM_BYTES=";
     auto& options = build.request.options;
@@ -239,6 +241,32 @@ TEST(NvrtcCompile, TheWgmmaConfigsCompileForSm90a) {
   auto failures = compile_all(compiler, defaults);
   const auto more = compile_all(compiler, expanded, false);
   failures.insert(failures.end(), more.begin(), more.end());
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+}
+
+// Every config of the warp-specialized wgmma family (sm_90a code; the expanded space's, which
+// holds the default space's) in all four variants: dense and grouped, FOLDSCALE 0 and 1.
+TEST(NvrtcCompile, TheWarpSpecializedWgmmaConfigsCompileForSm90a) {
+  using tunebench::bench::is_wgmma_ws_config;
+  const KernelCompiler compiler(fs::path{});
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  std::vector<tunebench::Config> configs;
+  for (const auto& c : dense.config_space(tunebench::SpaceKind::kExpanded)) {
+    if (is_wgmma_ws_config(c)) configs.push_back(c);
+  }
+  for (const auto* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
+                         static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
+    for (const auto kind : {tunebench::SpaceKind::kDefault, tunebench::SpaceKind::kExpanded}) {
+      for (const auto& c : op->config_space(kind)) {
+        if (is_wgmma_ws_config(c)) {
+          EXPECT_NE(std::find(configs.begin(), configs.end(), c), configs.end()) << op->name() << " " << c.str();
+        }
+      }
+    }
+  }
+  ASSERT_GE(configs.size(), 30u);
+  const auto failures = compile_all(compiler, configs);
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
 }
 

@@ -1,0 +1,279 @@
+// mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
+// for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
+// mxfp4_splitk_finish when SPLIT_K > 1. Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS)
+#error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
+#endif
+
+#include "mxfp4_common.cuh"
+#include "mxfp4_rows.cuh"
+#include "mxfp4_atoms.cuh"
+#include "mxfp4_wgmma_ops.cuh"
+
+// Block = CONSUMERS warpgroups (warps 0 .. 4 CONSUMERS - 1, so that each warpgroup starts at a
+// warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
+// no more registers are lost, since nine warps already put three on one of the SM's four
+// register files).
+// - The producer warps alone move data: for each K tile of the block's K range (blockIdx.z's
+//   1/SPLIT_K of K) it waits until the consumers have released the tile's stage (the `empty`
+//   mbarrier), copies the activation rows (BF16, gathered for the grouped op) and the W codes
+//   and scales of the tile into the stage with cp.async, and, STAGES - 2 tiles later, waits for
+//   those copies, fences them for the async proxy and arrives on the stage's `full` mbarrier.
+//   So up to STAGES - 1 tiles are in flight while the consumers compute, with no block-wide
+//   barrier anywhere in the main loop.
+// - Consumer warpgroup wg owns WS_MW tiles of 64 W rows (BLOCK_N = 64 x WS_MW x CONSUMERS); as
+//   in mxfp4_wgmma, warp q of the group dequantizes rows 16q..16q+15 of each tile from the
+//   stage into wgmma's register A fragment (pack_for_gpu's layout is, warp by warp, that
+//   fragment), and the activations are the B operand, read by the tensor cores from the stage
+//   in pieces of MMA_N rows (canonical K-major layout without swizzle, as in mxfp4_wgmma).
+//   While an atom's MMAs run, the next atom's codes are loaded and, once the MMAs before them
+//   are done, dequantized; the first atom of the next tile likewise, so the tensor pipe does not
+//   drain at tile boundaries. A tile's stage is released (every consumer thread arrives on
+//   `empty`) once the MMAs of its last atom are known complete.
+// - Epilogue: SPLIT_K 1 writes rounded BF16 rows through shared memory in 16-byte pieces (as
+//   mxfp4_wgmma); SPLIT_K > 1 stages the fp32 partial tile in shared memory and adds it into the
+//   fp32 workspace with 16-byte vector reductions (red.global.add.v4.f32), and
+//   mxfp4_splitk_finish rounds and zeroes it. Split-K is what fills the 132 SMs where M gives
+//   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
+// Config: WGMMA_WS=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N (a multiple of 64 x
+// CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
+// buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
+// SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4),
+// FOLDSCALE, MOE.
+#define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
+#define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
+#define WS_CONSUMER_THREADS (CONSUMERS * 128)
+#define WS_PRODUCER_THREADS (PRODUCERS * 32)
+#define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
+#define WS_A_STAGE (BLOCK_M * BLOCK_K * 2)
+#define WS_STAGE_BYTES (WS_A_STAGE + WQ_STAGE + WS_STAGE)
+#define WS_PIPE_BYTES (STAGES * WS_STAGE_BYTES)
+#if SPLIT_K > 1
+#define WS_OUT_LD (BLOCK_N + 4)  // the epilogue's padded fp32 row: a warp's 4 rows in different banks
+#define WS_OUT_BYTES (BLOCK_M * WS_OUT_LD * 4)
+#else
+#define WS_OUT_LD (BLOCK_N + 8)  // the epilogue's padded bf16 row
+#define WS_OUT_BYTES (BLOCK_M * WS_OUT_LD * 2)
+#endif
+#define WS_SMEM_MAIN (WS_PIPE_BYTES > WS_OUT_BYTES ? WS_PIPE_BYTES : WS_OUT_BYTES)
+#define WS_LAG (STAGES - 2)  // tiles the producer keeps in flight beyond the ones it signalled
+
+#if BLOCK_K % 64 != 0 || STAGES < 2 || BLOCK_M % MMA_N != 0 || BLOCK_N % (64 * CONSUMERS) != 0
+#error "mxfp4_wgmma_ws: BLOCK_K a multiple of 64, STAGES >= 2, BLOCK_M a multiple of MMA_N, BLOCK_N of 64 x CONSUMERS"
+#endif
+#ifdef LAUNCH_SMEM_BYTES
+static_assert(LAUNCH_SMEM_BYTES == WS_SMEM_MAIN + 2 * BLOCK_M * sizeof(int) + 2 * STAGES * 8,
+              "the host's dynamic shared memory for mxfp4_wgmma_ws is not its pipeline, epilogue, row indices and "
+              "barriers");
+#endif
+
+// cp.async.wait_group with a count known only at run time (0 .. 7).
+__device__ __forceinline__ void cp_async_wait_upto(int n) {
+  switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    default: cp_async_wait<7>(); break;
+  }
+}
+
+// The consumers' own barrier (named barrier 1): the producer warp has left by then.
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(WS_CONSUMER_THREADS) : "memory");
+}
+
+__device__ __forceinline__ void red_add_v4(float* p, float4 v) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+    mxfp4_wgmma_ws(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
+                   u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
+                   const int4* __restrict__ tiles, const int* __restrict__ a_rows,
+                   const int* __restrict__ out_rows) {
+  extern __shared__ __align__(128) u8 smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const BlockRows br = block_rows(tiles, rows);
+  const int expert = br.expert, row0 = br.row0, row_count = br.count;
+  const int n0 = blockIdx.x * BLOCK_N;
+  const int k_len = K / SPLIT_K, k_begin = blockIdx.z * k_len, k_tiles = k_len / BLOCK_K;
+  const long long atoms_per_row = K / 32;
+  int* const a_idx = reinterpret_cast<int*>(smem + WS_SMEM_MAIN);
+  int* const y_idx = a_idx + BLOCK_M;
+  unsigned long long* const full = reinterpret_cast<unsigned long long*>(y_idx + BLOCK_M);
+  unsigned long long* const empty = full + STAGES;
+  for (int r = tid; r < BLOCK_M; r += WS_THREADS) {
+    a_idx[r] = r < row_count ? a_row(a_rows, row0, r) : 0;
+    y_idx[r] = r < row_count ? (int)y_row(out_rows, row0, r) : 0;
+  }
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], WS_PRODUCER_THREADS);  // every producer thread
+      mbar_init(&empty[s], WS_CONSUMER_THREADS);  // every consumer thread
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp >= CONSUMERS * 4) {
+    // The producer warps.
+    const int ptid = tid - WS_CONSUMER_THREADS;
+    const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
+    const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % STAGES;
+      if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
+      u8* base = smem + s * WS_STAGE_BYTES;
+      const int k0 = k_begin + kt * BLOCK_K;
+      // Two neighbouring threads read one row's 32 contiguous bytes (a whole sector); rows past
+      // the block's count are zero-filled (no global read).
+#pragma unroll
+      for (int j = 0; j < (2 * BLOCK_M + WS_PRODUCER_THREADS - 1) / WS_PRODUCER_THREADS; ++j) {
+        const int r = j * (WS_PRODUCER_THREADS / 2) + (ptid >> 1);
+        if (2 * BLOCK_M % WS_PRODUCER_THREADS != 0 && r >= BLOCK_M) break;
+        const u16* src = A + (long long)a_idx[r] * K + k0 + (ptid & 1) * 8;
+        u8* dst = base + (ptid & 1) * (BLOCK_M * 16) + r * 16;
+        const int bytes = r < row_count ? 16 : 0;
+#pragma unroll
+        for (int q = 0; q < BLOCK_K / 16; ++q) cp_async16(dst + q * 2 * (BLOCK_M * 16), src + q * 16, bytes);
+      }
+      u8* wq_s = base + WS_A_STAGE;
+#pragma unroll 4
+      for (int c = ptid; c < WQ_STAGE / 16; c += WS_PRODUCER_THREADS) {
+        const int t = c / (KA * 16), rest = c % (KA * 16);
+        cp_async16(wq_s + c * 16, wq_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32) * 256 + rest * 16, 16);
+      }
+      u8* ws_s = wq_s + WQ_STAGE;
+      for (int c = ptid; c < WS_STAGE / 16; c += WS_PRODUCER_THREADS) {
+        const int t = c / KA, a = c % KA;
+        cp_async16(ws_s + c * 16, ws_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32 + a) * 16, 16);
+      }
+      cp_async_commit();
+      if (kt >= WS_LAG) {
+        cp_async_wait<WS_LAG>();
+        fence_proxy_async();
+        mbar_arrive(&full[(kt - WS_LAG) % STAGES]);
+      }
+    }
+    for (int kt = k_tiles > WS_LAG ? k_tiles - WS_LAG : 0; kt < k_tiles; ++kt) {
+      cp_async_wait_upto(k_tiles - 1 - kt);
+      fence_proxy_async();
+      mbar_arrive(&full[kt % STAGES]);
+    }
+    return;
+  }
+
+  // The consumer warpgroups.
+  const int wg = warp >> 2, wq = warp & 3;
+  float acc[WS_MW][WS_NP][MMA_N / 2];
+#pragma unroll
+  for (int m = 0; m < WS_MW; ++m)
+#pragma unroll
+    for (int p = 0; p < WS_NP; ++p)
+#pragma unroll
+      for (int i = 0; i < MMA_N / 2; ++i) acc[m][p][i] = 0.0f;
+
+  const int tile0 = (wg * WS_MW * 4 + wq) * KA;  // the warp's first 16-row tile, atom 0
+  u32 wa[2][WS_MW][2][4];
+  mbar_wait(&full[0], 0);
+  fence_proxy_async();
+#pragma unroll
+  for (int m = 0; m < WS_MW; ++m) tile_w_fragment(smem + WS_A_STAGE, smem + WS_A_STAGE + WQ_STAGE, tile0 + m * 4 * KA, lane, wa[0][m]);
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const u8* base = smem + (kt % STAGES) * WS_STAGE_BYTES;
+    const u32 a_addr = smem_addr(base);
+    const u8* wq_s = base + WS_A_STAGE;
+    const u8* ws_s = wq_s + WQ_STAGE;
+#pragma unroll
+    for (int ka = 0; ka < KA; ++ka) {
+#pragma unroll
+      for (int m = 0; m < WS_MW; ++m)
+#pragma unroll
+        for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+      wgmma_fence();
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int p = 0; p < WS_NP; ++p) {
+          if (p * MMA_N >= row_count) continue;  // block-uniform
+          const unsigned long long b =
+              smem_desc(a_addr + (ka * 2 + s) * 2 * (BLOCK_M * 16) + p * MMA_N * 16, BLOCK_M * 16, 128);
+#pragma unroll
+          for (int m = 0; m < WS_MW; ++m) wgmma_rs<MMA_N>(acc[m][p], wa[ka & 1][m][s], b);
+        }
+      wgmma_commit();
+      if (ka + 1 < KA) {
+        AtomCodes next[WS_MW];
+#pragma unroll
+        for (int m = 0; m < WS_MW; ++m) next[m] = load_atom(wq_s, ws_s, tile0 + m * 4 * KA + ka + 1, lane);
+        wgmma_wait<1>();  // atom ka - 1's MMAs, which read the registers refilled here
+        // At the tile's first atom that includes the previous tile's last MMAs: its stage is free.
+        if (ka == 0 && kt > 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+#pragma unroll
+        for (int m = 0; m < WS_MW; ++m) dequant_atom(next[m], wa[(ka + 1) & 1][m]);
+      } else if (kt + 1 < k_tiles) {
+        // The next tile's first atom, into the buffer of this tile's second-to-last (KA even).
+        mbar_wait(&full[(kt + 1) % STAGES], ((kt + 1) / STAGES) & 1);
+        fence_proxy_async();
+        const u8* nwq = smem + ((kt + 1) % STAGES) * WS_STAGE_BYTES + WS_A_STAGE;
+        AtomCodes next[WS_MW];
+#pragma unroll
+        for (int m = 0; m < WS_MW; ++m) next[m] = load_atom(nwq, nwq + WQ_STAGE, tile0 + m * 4 * KA, lane);
+        wgmma_wait<1>();
+#pragma unroll
+        for (int m = 0; m < WS_MW; ++m) dequant_atom(next[m], wa[0][m]);
+      }
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int m = 0; m < WS_MW; ++m)
+#pragma unroll
+    for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+
+  // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
+  // activation row 8i + 2t (+1 for odd e) of the piece.
+  const int g = lane >> 2, tq = (lane & 3) * 2;
+  consumers_sync();  // every consumer is done with the pipeline's shared memory (and the producer's copies landed)
+#if SPLIT_K > 1
+  float* const out_s = reinterpret_cast<float*>(smem);
+#else
+  u16* const out_s = reinterpret_cast<u16*>(smem);
+#endif
+#pragma unroll
+  for (int m = 0; m < WS_MW; ++m) {
+    const int n = (wg * WS_MW + m) * 64 + wq * 16 + g;
+#pragma unroll
+    for (int p = 0; p < WS_NP; ++p)
+#pragma unroll
+      for (int i = 0; i < MMA_N / 2; ++i) {
+        const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
+#if SPLIT_K > 1
+        out_s[r * WS_OUT_LD + n + ((i >> 1) & 1) * 8] = acc[m][p][i];
+#else
+        out_s[r * WS_OUT_LD + n + ((i >> 1) & 1) * 8] = to_bf16(acc[m][p][i]);
+#endif
+      }
+  }
+  consumers_sync();
+#if SPLIT_K > 1
+  for (int c = tid; c < row_count * (BLOCK_N / 4); c += WS_CONSUMER_THREADS) {
+    const int r = c / (BLOCK_N / 4), col = (c % (BLOCK_N / 4)) * 4;
+    red_add_v4(Yacc + (long long)y_idx[r] * N + n0 + col, *reinterpret_cast<const float4*>(out_s + r * WS_OUT_LD + col));
+  }
+#else
+  for (int c = tid; c < row_count * (BLOCK_N / 8); c += WS_CONSUMER_THREADS) {
+    const int r = c / (BLOCK_N / 8), col = (c % (BLOCK_N / 8)) * 8;
+    *reinterpret_cast<uint4*>(Y + (long long)y_idx[r] * N + n0 + col) =
+        *reinterpret_cast<const uint4*>(out_s + r * WS_OUT_LD + col);
+  }
+#endif
+}
+
+#include "mxfp4_splitk.cuh"
