@@ -19,44 +19,13 @@
 
 #include "common/c_numbers.hpp"
 #include "context/config_choice.hpp"
+#include "sweep/compile_pool.hpp"
 #include "sweep/executor.hpp"
+#include "sweep/host_cores.hpp"
 #include "sweep/worker_record.hpp"
 
 namespace tunebench {
 namespace {
-
-// The host's cores, held by one shard of a sweep at a time while it tunes a host (CPU) op: the
-// shards share those cores, and two shards timing host ops at once measured 9-16 ms against
-// 1.15 ms for the same key. An exclusive flock on a file in the sweep's scratch folder, which
-// the kernel releases when its holder exits or is killed, so a crashed or hung shard frees it.
-class HostCores {
- public:
-  explicit HostCores(const std::filesystem::path& file) : fd_(open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
-  }
-  ~HostCores() {
-    if (fd_ >= 0) close(fd_);
-  }
-  HostCores(const HostCores&) = delete;
-  HostCores& operator=(const HostCores&) = delete;
-  /// Held until this goes; empty (none()): not held.
-  using Held = std::unique_ptr<HostCores, void (*)(HostCores*)>;
-  static Held none() { return {nullptr, release}; }
-  /// Blocks until no other shard holds them; `on_wait` is called once, before blocking, when one
-  /// does.
-  Held hold(const std::function<void()>& on_wait) {
-    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      on_wait();
-      while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
-    }
-    return {this, release};
-  }
-
- private:
-  static void release(HostCores* h) { flock(h->fd_, LOCK_UN); }
-  int fd_ = -1;
-};
 
 // disagree-shard=I: shard I reports as winner a config of the expanded space outside the swept
 // one, which no honest sweep of the other shard can pick, and names it a finalist, so the
@@ -103,7 +72,9 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
             << (visible.empty() ? "(empty: no GPU, host ops only)" : visible) << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
   // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
-  HostCores host_cores(std::filesystem::path(list_file).parent_path() / "host-cores.lock");
+  const std::filesystem::path dir = std::filesystem::path(list_file).parent_path();
+  HostCores host_cores(host_cores_file(dir));
+  CompiledKeys compiled(compiled_keys_file(dir));
   std::string name;
   while (std::getline(in, name)) {
     current = name;
@@ -112,6 +83,11 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
       return 2;
     }
+    // Its configs compiled first (the compile pool holds the host's cores while it compiles, so
+    // never wait for it holding them); its seconds start after, so they count tuning, not waiting.
+    const double compile_wait_s = compiled.wait_for(name, [&] {
+      records.write({WorkerRecord::Kind::kCompiling, name, "", 0, ""});
+    });
     // A host op is prepared and timed only while this shard holds the host's cores; its seconds
     // start when it has them, so they count tuning, not waiting.
     auto cores = it->op->needs_gpu() ? HostCores::none() : host_cores.hold([&] {
@@ -138,6 +114,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     tuned.runs = stats.runs;
     tuned.kernel_s = static_cast<double>(stats.kernel_ns) * 1e-9;
     tuned.dropped = stats.dropped;
+    tuned.compile_wait_s = compile_wait_s + static_cast<double>(stats.compile_ns) * 1e-9;
     for (const auto& c : stats.finalists) tuned.finalists.push_back(c.str());
     records.write(tuned);
     std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";
