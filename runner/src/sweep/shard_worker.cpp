@@ -57,12 +57,20 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   RunContext context = shared_context;
   ChoiceLog choices;  // this process's own: its results reach the parent through its cache file
   std::string current;
+  bool gpu_key = false;
+  double compile_wait_s = 0;  // the current key's
+  // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
+  const std::filesystem::path dir = std::filesystem::path(list_file).parent_path();
+  CompiledKeys compiled(compiled_keys_file(dir));
   context.tune.on_progress = [&](const std::string& activity, bool compiling) {
     WorkerRecord r;
     r.kind = compiling ? WorkerRecord::Kind::kCompiling : WorkerRecord::Kind::kTiming;
     r.key = current;
     if (!compiling) r.config = activity;
     records.write(r);
+    // A GPU key's configs are waited for here, right before the sweep's own precompile (which
+    // then reads them back), so that preparing the key's workload overlaps their compilation.
+    if (compiling && gpu_key) compile_wait_s += compiled.wait_for(current, [] {});
   };
   const std::string visible = settings.visible_devices.value_or("(unset)");
   const std::string uuid =
@@ -71,10 +79,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES="
             << (visible.empty() ? "(empty: no GPU, host ops only)" : visible) << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
-  // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
-  const std::filesystem::path dir = std::filesystem::path(list_file).parent_path();
   HostCores host_cores(host_cores_file(dir));
-  CompiledKeys compiled(compiled_keys_file(dir));
   std::string name;
   while (std::getline(in, name)) {
     current = name;
@@ -83,11 +88,15 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
       return 2;
     }
-    // Its configs compiled first (the compile pool holds the host's cores while it compiles, so
-    // never wait for it holding them); its seconds start after, so they count tuning, not waiting.
-    const double compile_wait_s = compiled.wait_for(name, [&] {
-      records.write({WorkerRecord::Kind::kCompiling, name, "", 0, ""});
-    });
+    // A host op's configs are waited for before the host's cores (the compile pool holds them
+    // while it compiles: never wait for it holding them), a GPU key's in on_progress.
+    gpu_key = it->op->needs_gpu();
+    compile_wait_s = 0;
+    if (!gpu_key) {
+      compile_wait_s = compiled.wait_for(name, [&] {
+        records.write({WorkerRecord::Kind::kCompiling, name, "", 0, ""});
+      });
+    }
     // A host op is prepared and timed only while this shard holds the host's cores; its seconds
     // start when it has them, so they count tuning, not waiting.
     auto cores = it->op->needs_gpu() ? HostCores::none() : host_cores.hold([&] {
