@@ -66,4 +66,13 @@ for r in full race full-flagtune race-flagtune; do
   [[ "$(dropped "$r")" =~ ^[0-9]+$ ]] || fail "no row for $r: $(cat "$work/perf.txt")"
 done
 [ "$(dropped full)" = 0 ] && [ "$(dropped full-flagtune)" = 0 ] || fail "full dropped configs: $(cat "$work/perf.txt")"
+# scripts/perf_compile_overlap.sh on the CPU op, against a base build (here the same one): a row
+# per run with the exposed compile seconds, and the compile wait per key class.
+OUT=$work/overlap SHAPES=$tiny BUILD=$build BASE_BUILD=$build "$here/../scripts/perf_compile_overlap.sh" '^cpu_' \
+  >"$work/overlap.txt" 2>&1 || fail "perf_compile_overlap.sh: $(cat "$work/overlap.txt")"
+for r in base new; do
+  grep -Eq "^$r +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+% +4$" "$work/overlap.txt" \
+    && grep -Eq "^$r +cpu_mxfp4_gemm decode +4 +[0-9.]+ +[0-9.]+$" "$work/overlap.txt" \
+    || fail "perf_compile_overlap.sh: no rows for $r: $(cat "$work/overlap.txt")"
+done
 echo "sweep strategies: ok"
