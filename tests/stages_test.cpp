@@ -191,6 +191,8 @@ class ToyExecutor final : public tunebench::SweepExecutor {
     r.seconds = 2.5;
     r.kernel_s = 1;
     r.worker_s = 4;
+    r.compile_s = 3;
+    r.compile_exposed_s = 0.5;
     return r;
   }
   std::string summary(const tunebench::SweepReport& r) const override {
@@ -214,13 +216,17 @@ TEST(SweepStage, AnExecutorDescribesItself) {
   const auto report = tunebench::run_sweep_stage(toy, {}, {}, tunebench::BenchmarkFilter(""), context, choices, s);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(report.keys, 3);
-  EXPECT_EQ(err.rfind("bench: toy sweep: 3 keys on 7 toys\nbench: sweep (full): 1.0 s kernel time in 4.0 s", 0), 0u)
+  EXPECT_EQ(err.rfind("bench: toy sweep: 3 keys on 7 toys\nbench: sweep (full): 1.0 s kernel time in 4.0 s of worker "
+                      "time (25% busy; 3.0 s compiling, 0.5 s of worker time waiting for it)",
+                      0),
+            0u)
       << err;
   EXPECT_EQ(err.find("parallel warmup"), std::string::npos) << err;
   const auto entries = tunebench::sweep_context(toy, report, s);
   const std::vector<tunebench::ContextEntry> expected{{"tunebench_sweep_strategy", "full"},
                                                       {"tunebench_sweep_seconds", "2.500000"},
-                                                      {"tunebench_sweep_compile_seconds", "0.000000"},
+                                                      {"tunebench_sweep_compile_seconds", "3.000000"},
+                                                      {"tunebench_sweep_compile_exposed_seconds", "0.500000"},
                                                       {"tunebench_sweep_kernel_seconds", "1.000000"},
                                                       {"tunebench_sweep_worker_seconds", "4.000000"},
                                                       {"tunebench_sweep_busy_fraction", "0.250000"},

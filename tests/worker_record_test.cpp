@@ -47,6 +47,22 @@ TEST(WorkerRecord, EveryKindRoundTripsThroughOneJsonLine) {
   }
 }
 
+// A tuned key says how long its worker waited for its configs to be compiled: exposed compile
+// time, which the parent adds up.
+TEST(WorkerRecord, ATunedKeyCarriesItsCompileWait) {
+  WorkerRecord tuned{WorkerRecord::Kind::kTuned, "op/set/M:1/N:64/K:64/manual", "", 1.25, ""};
+  tuned.compile_wait_s = 0.75;
+  const std::string line = tunebench::to_json_line(tuned);
+  EXPECT_NE(line.find("\"compile_wait_seconds\":0.75"), std::string::npos) << line;
+  const auto back = tunebench::parse_record_line(line);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->compile_wait_s, 0.75);
+  // A record of a worker from before it is read as no wait.
+  const auto old = tunebench::parse_record_line(R"({"record":"tuned","key":"x","seconds":1})");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->compile_wait_s, 0);
+}
+
 // A shard waiting for the host's cores (another shard times a host op) says so, with its key.
 TEST(WorkerRecord, WaitingForTheHostsCoresIsARecord) {
   const auto line = tunebench::to_json_line({WorkerRecord::Kind::kWaiting, "cpu/set/M:1/N:64/K:64/manual", "", 0, ""});

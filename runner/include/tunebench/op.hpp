@@ -107,7 +107,9 @@ class Op {
 
   /// Prepares `configs` ahead of a sweep on up to `threads` host threads, for ops that compile
   /// per config (so a sweep's compilations run in parallel rather than one per timed config).
-  /// Failures are left for run() to report. The default does nothing.
+  /// Failures are left for run() to report. The default does nothing. Called from several
+  /// threads at once (the sweep's compile pool compiles one config a call on every core), so an
+  /// override must be thread-safe, as JitKernelCache::precompile is.
   virtual void precompile(const std::vector<Config>& configs, const DeviceInfo& device, int threads) const {
     (void)configs;
     (void)device;

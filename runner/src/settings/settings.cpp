@@ -152,6 +152,8 @@ FaultInjection parse_fault(const string& v, const string& what) {
     f.hang_config = *h;
   } else if (auto r = after("kill-rank=")) {
     f.kill_rank = static_cast<int>(parse_u64(*r, what + " kill-rank"));
+  } else if (auto c = after("slow-compile=")) {
+    f.slow_compile_s = static_cast<int>(std::min<std::uint64_t>(parse_u64(*c, what + " slow-compile"), 3600));
   } else if (v == "evict-fails") {
     f.evict_fails = true;
   } else if (auto w = after("slowdown=")) {
@@ -166,7 +168,7 @@ FaultInjection parse_fault(const string& v, const string& what) {
     throw invalid_argument(
         what + "='" + v +
         "': expected abort-shard=I, disagree-shard=I, sticky-config=C, hang-config=C, kill-rank=R, evict-fails, "
-        "slowdown=F or none");
+        "slowdown=F, slow-compile=S or none");
   }
   return f;
 }

@@ -27,6 +27,9 @@ struct FaultInjection {
   std::string hang_config;    ///< "hang-config=C": config C never returns
   int kill_rank = -1;         ///< "kill-rank=R": MPI rank R kills itself (SIGKILL) once handed a key
   bool evict_fails = false;   ///< "evict-fails": evicting a failed replayed config fails
+  /// "slow-compile=S": the sweep's compile pool announces each key S seconds late, as if its
+  /// configs took that long to compile (a worker waits for it; the watchdog's clock waits too).
+  int slow_compile_s = 0;
   /// "slowdown=F": the A/B method's positive control: every timed run takes F (a fraction,
   /// 0 < F <= 10) longer: a host op by a busy wait inside the timed window of F times the
   /// run's own time, a GPU op by its measured kernel (or event) time times 1 + F

@@ -25,6 +25,7 @@
 #include "common/plural.hpp"
 #include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
+#include "sweep/compile_pool.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
@@ -64,16 +65,21 @@ struct Child {
 
 }  // namespace
 
+std::vector<Config> fitting_configs(const Family& f, const RunContext& context) {
+  std::vector<Config> fits;
+  for (const auto& c : f.op->config_space(context.tune.space)) {
+    if (f.op->can_implement(c, f.shape, context.device)) fits.push_back(c);
+  }
+  return fits;
+}
+
 SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext& context) {
   SweepKeys out;
   std::set<cache::Key> seen;
   for (const Family* f : untuned) {
     if (!seen.insert(cache_key(*f->op, f->shape, context)).second) continue;
     out.keys.push_back(f);
-    auto& fits = out.fitting.emplace_back();
-    for (const auto& c : f->op->config_space(context.tune.space)) {
-      if (f->op->can_implement(c, f->shape, context.device)) fits.push_back(c);
-    }
+    const auto& fits = out.fitting.emplace_back(fitting_configs(*f, context));
     // Effective rates, not peaks: what the ops reach in a sweep (GPU), or a host core (CPU op).
     const bool gpu = f->op->needs_gpu();
     out.costs.push_back(sweep_cost_s(f->op->flops(f->shape), f->op->bytes(f->shape), static_cast<int>(fits.size()),
@@ -81,35 +87,6 @@ SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext
   }
   return out;
 }
-
-namespace {
-
-// Every config the shards will sweep, compiled here once on all cores before they start: N
-// shards compiling the same configs would each spend the whole compile time on 1/N of them.
-std::size_t precompile_for(const SweepKeys& k, const RunContext& context) {
-  std::vector<std::pair<const Op*, std::vector<Config>>> work;
-  for (std::size_t i = 0; i < k.keys.size(); ++i) {
-    const Op* op = k.keys[i]->op.get();
-    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == op; });
-    if (it == work.end()) it = work.insert(work.end(), {op, {}});
-    for (const auto& c : k.fitting[i]) {
-      if (std::find(it->second.begin(), it->second.end(), c) == it->second.end()) it->second.push_back(c);
-    }
-  }
-  std::size_t total = 0;
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (const auto& [op, configs] : work) {
-    try {
-      op->precompile(configs, context.device, threads);
-    } catch (const std::exception&) {
-      // A config that does not compile is reported by the sweep that runs it.
-    }
-    total += configs.size();
-  }
-  return total;
-}
-
-}  // namespace
 
 // Chosen here, not by fs::temp_directory_path: it takes a variable that is set but empty as the
 // folder "".
@@ -386,6 +363,7 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
       report.runs += r.runs;
       report.kernel_s += r.kernel_s;
       report.dropped += r.dropped;
+      report.compile_exposed_s += r.compile_wait_s;
     }
     if (g_signal) continue;  // stopped on purpose
     if (c.hung) {
@@ -493,6 +471,7 @@ Config retime_finalists(const Family& f, std::vector<Config> contenders, const R
     report.runs += stats.runs;
     report.kernel_s += static_cast<double>(stats.kernel_ns) * 1e-9;
     report.worker_s += since(started);
+    report.compile_exposed_s += static_cast<double>(stats.compile_ns) * 1e-9;
     log.push_back(retimed_entry(f, options.only, winner, stats, since(started)));
     if (!context.cache) break;
     const auto best = context.cache->best(key);
@@ -589,14 +568,11 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   const ShardPlan plan = plan_shards(k.costs, shards_, isolated_ || !first_round ? 0.0 : 0.1);
   Scratch scratch(settings_);
   const auto started = Clock::now();
-  if (std::any_of(k.keys.begin(), k.keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
-    const std::size_t configs = precompile_for(k, context);
-    char line[160];
-    std::snprintf(line, sizeof line, "bench: compiled %s for the sweep in %.1f s, before the child processes\n",
-                  count_of(static_cast<long long>(configs), "config", "configs").c_str(), since(started));
-    std::cerr << line;
-  }
-  report.compile_s = since(started);
+  // The configs every shard will sweep, compiled here once on all cores (N shards compiling the
+  // same configs would each spend the whole compile time on 1/N of them), in the order the
+  // shards reach the keys, while the shards time the keys compiled before.
+  const auto pool = sweep_compile_pool(scratch.dir(), context.device, settings_.fault.slow_compile_s);
+  for (const auto i : reach_order(plan, k.costs)) pool->add(k.keys[i]->name, *k.keys[i]->op, k.fitting[i]);
   CatchSignals signals;
   std::vector<Child> children(static_cast<std::size_t>(shards_));
   for (std::size_t i = 0; i < children.size(); ++i) {
@@ -605,7 +581,17 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
     start_child(children[i], i, mine, scratch.dir(), devices_[i], launch_, context);
   }
   supervise(children, settings_.hang_timeout_s, report.keys, started);
+  pool->stop();  // what is left was for shards that died: later rounds compile it
+  report.compile_s = pool->seconds();
   account(children, devices_, settings_.hang_timeout_s, k, context, report);
+  if (std::any_of(k.keys.begin(), k.keys.end(), [](const Family* f) { return f->op->needs_gpu(); })) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "bench: compiled %s for the sweep in %.1f s beside the timing; the workers waited %.1f s for it\n",
+                  count_of(static_cast<long long>(pool->compiled()), "config", "configs").c_str(), report.compile_s,
+                  report.compile_exposed_s);
+    std::cerr << line;
+  }
   const auto winners = merge(scratch.dir(), children.size(), context, choices);
   nlohmann::json retimed = nlohmann::json::array();
   if (!isolated_) decide_on_measurement_gpu(plan, k, children, winners, context, choices, report, retimed);

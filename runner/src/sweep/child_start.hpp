@@ -68,6 +68,10 @@ struct SweepKeys {
 };
 SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext& context);
 
+/// The configs the sweep of `f` runs: those of context.tune.space that can_implement its shape
+/// on context.device.
+std::vector<Config> fitting_configs(const Family& f, const RunContext& context);
+
 /// One key's finalists (`contenders`) re-timed on this process's GPU (FinalRound: interleaved,
 /// the tie rule) until no config the cache measured is faster than the winner by more than the
 /// tie band; the winner is stored. Adds the cost to `report` and a `retimed` entry to `log` (a

@@ -24,7 +24,12 @@ struct SweepReport {
   int crashed_shards = 0;                ///< workers that died, hung or failed; their keys get another round
   std::vector<std::string> disagreeing;  ///< doubled keys whose winners differed (families)
   double seconds = 0;                    ///< wall time of the round
-  double compile_s = 0;                  ///< of which compiling the configs before the workers started
+  /// Wall seconds the compile pools had configs to compile (CompilePool::seconds; beside the
+  /// timing, summed over the pools: one per round on one host, one per MPI rank).
+  double compile_s = 0;
+  /// Compile time exposed: wall seconds the workers waited for their keys' configs to be
+  /// compiled (summed over workers; WorkerRecord::compile_wait_s), re-timing here included.
+  double compile_exposed_s = 0;
   // The sweep's cost, from the workers' records (SweepStats per key), re-timing included:
   std::int64_t runs = 0;  ///< runs timed, warmups included
   double kernel_s = 0;    ///< their summed kernel time (host time for host ops), seconds

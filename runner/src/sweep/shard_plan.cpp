@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -128,6 +129,25 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
     plan.doubled.push_back(k);
   }
   return plan;
+}
+
+std::vector<std::size_t> reach_order(const ShardPlan& plan, const std::vector<double>& costs) {
+  std::vector<double> start(costs.size(), std::numeric_limits<double>::infinity());
+  for (const auto& shard : plan.shards) {
+    double t = 0;
+    for (const auto k : shard) {
+      start[k] = std::min(start[k], t);
+      t += costs[k];
+    }
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t k = 0; k < costs.size(); ++k) {
+    if (start[k] < std::numeric_limits<double>::infinity()) order.push_back(k);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return start[a] != start[b] ? start[a] < start[b] : costs[a] > costs[b];
+  });
+  return order;
 }
 
 }  // namespace tunebench

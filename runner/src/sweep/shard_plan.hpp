@@ -33,6 +33,12 @@ struct ShardPlan {
 };
 ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share = 0.1);
 
+/// The keys of `plan` in the order its shards reach them, the order to compile them in: by the
+/// estimated start of each (the summed costs of the keys before it in its shard's list; a doubled
+/// key by its earlier start), a tie by the larger cost, then by the smaller index. For one shard
+/// this is its list, largest cost first.
+std::vector<std::size_t> reach_order(const ShardPlan& plan, const std::vector<double>& costs);
+
 /// Estimated seconds to sweep `shape` over `configs` configs with `options`, for planning: each
 /// config gets options.warmup untimed runs and as many timed runs as fit budget_per_config
 /// (between min_ and max_repetitions), a run lasting its roofline time at `peak_flops` FLOP/s

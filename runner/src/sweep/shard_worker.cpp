@@ -19,44 +19,13 @@
 
 #include "common/c_numbers.hpp"
 #include "context/config_choice.hpp"
+#include "sweep/compile_pool.hpp"
 #include "sweep/executor.hpp"
+#include "sweep/host_cores.hpp"
 #include "sweep/worker_record.hpp"
 
 namespace tunebench {
 namespace {
-
-// The host's cores, held by one shard of a sweep at a time while it tunes a host (CPU) op: the
-// shards share those cores, and two shards timing host ops at once measured 9-16 ms against
-// 1.15 ms for the same key. An exclusive flock on a file in the sweep's scratch folder, which
-// the kernel releases when its holder exits or is killed, so a crashed or hung shard frees it.
-class HostCores {
- public:
-  explicit HostCores(const std::filesystem::path& file) : fd_(open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
-  }
-  ~HostCores() {
-    if (fd_ >= 0) close(fd_);
-  }
-  HostCores(const HostCores&) = delete;
-  HostCores& operator=(const HostCores&) = delete;
-  /// Held until this goes; empty (none()): not held.
-  using Held = std::unique_ptr<HostCores, void (*)(HostCores*)>;
-  static Held none() { return {nullptr, release}; }
-  /// Blocks until no other shard holds them; `on_wait` is called once, before blocking, when one
-  /// does.
-  Held hold(const std::function<void()>& on_wait) {
-    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      on_wait();
-      while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
-    }
-    return {this, release};
-  }
-
- private:
-  static void release(HostCores* h) { flock(h->fd_, LOCK_UN); }
-  int fd_ = -1;
-};
 
 // disagree-shard=I: shard I reports as winner a config of the expanded space outside the swept
 // one, which no honest sweep of the other shard can pick, and names it a finalist, so the
@@ -88,12 +57,20 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   RunContext context = shared_context;
   ChoiceLog choices;  // this process's own: its results reach the parent through its cache file
   std::string current;
+  bool gpu_key = false;
+  double compile_wait_s = 0;  // the current key's
+  // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
+  const std::filesystem::path dir = std::filesystem::path(list_file).parent_path();
+  CompiledKeys compiled(compiled_keys_file(dir));
   context.tune.on_progress = [&](const std::string& activity, bool compiling) {
     WorkerRecord r;
     r.kind = compiling ? WorkerRecord::Kind::kCompiling : WorkerRecord::Kind::kTiming;
     r.key = current;
     if (!compiling) r.config = activity;
     records.write(r);
+    // A GPU key's configs are waited for here, right before the sweep's own precompile (which
+    // then reads them back), so that preparing the key's workload overlaps their compilation.
+    if (compiling && gpu_key) compile_wait_s += compiled.wait_for(current, [] {});
   };
   const std::string visible = settings.visible_devices.value_or("(unset)");
   const std::string uuid =
@@ -102,8 +79,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   std::cerr << "tunebench-shard: CUDA_VISIBLE_DEVICES="
             << (visible.empty() ? "(empty: no GPU, host ops only)" : visible) << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
-  // Beside the list, in the sweep's scratch folder: shared by this sweep's shards alone.
-  HostCores host_cores(std::filesystem::path(list_file).parent_path() / "host-cores.lock");
+  HostCores host_cores(host_cores_file(dir));
   std::string name;
   while (std::getline(in, name)) {
     current = name;
@@ -111,6 +87,15 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     if (it == families.end()) {
       std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
       return 2;
+    }
+    // A host op's configs are waited for before the host's cores (the compile pool holds them
+    // while it compiles: never wait for it holding them), a GPU key's in on_progress.
+    gpu_key = it->op->needs_gpu();
+    compile_wait_s = 0;
+    if (!gpu_key) {
+      compile_wait_s = compiled.wait_for(name, [&] {
+        records.write({WorkerRecord::Kind::kCompiling, name, "", 0, ""});
+      });
     }
     // A host op is prepared and timed only while this shard holds the host's cores; its seconds
     // start when it has them, so they count tuning, not waiting.
@@ -138,6 +123,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     tuned.runs = stats.runs;
     tuned.kernel_s = static_cast<double>(stats.kernel_ns) * 1e-9;
     tuned.dropped = stats.dropped;
+    tuned.compile_wait_s = compile_wait_s + static_cast<double>(stats.compile_ns) * 1e-9;
     for (const auto& c : stats.finalists) tuned.finalists.push_back(c.str());
     records.write(tuned);
     std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";

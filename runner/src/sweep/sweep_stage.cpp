@@ -26,6 +26,7 @@ void add_round(SweepReport& w, const SweepReport& more) {
   w.crashed_shards += more.crashed_shards;
   w.seconds += more.seconds;
   w.compile_s += more.compile_s;
+  w.compile_exposed_s += more.compile_exposed_s;
   w.runs += more.runs;
   w.kernel_s += more.kernel_s;
   w.dropped += more.dropped;
@@ -48,11 +49,11 @@ void add_context(const std::vector<ContextEntry>& entries) {
 
 // What the sweep cost: kernel time against the time its workers held the GPUs.
 void print_cost(const SweepReport& w, const std::string& strategy) {
-  char line[320];
+  char line[400];
   std::snprintf(line, sizeof line,
-                "bench: sweep (%s): %.1f s kernel time in %.1f s of worker time (%.0f%% busy; %.1f s compiling "
-                "before), %s, %s dropped early\n",
-                strategy.c_str(), w.kernel_s, w.worker_s, 100 * w.busy(), w.compile_s,
+                "bench: sweep (%s): %.1f s kernel time in %.1f s of worker time (%.0f%% busy; %.1f s compiling, "
+                "%.1f s of worker time waiting for it), %s, %s dropped early\n",
+                strategy.c_str(), w.kernel_s, w.worker_s, 100 * w.busy(), w.compile_s, w.compile_exposed_s,
                 count_of(w.runs, "timed run", "timed runs").c_str(), count_of(w.dropped, "config", "configs").c_str());
   std::cerr << line;
 }
@@ -116,6 +117,7 @@ std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const Swe
   if (!executor.sweeps_up_front()) return out;
   const std::vector<ContextEntry> figures{{"tunebench_sweep_seconds", c_number(w.seconds)},
                                           {"tunebench_sweep_compile_seconds", c_number(w.compile_s)},
+                                          {"tunebench_sweep_compile_exposed_seconds", c_number(w.compile_exposed_s)},
                                           {"tunebench_sweep_kernel_seconds", c_number(w.kernel_s)},
                                           {"tunebench_sweep_worker_seconds", c_number(w.worker_s)},
                                           {"tunebench_sweep_busy_fraction", c_number(w.busy())},

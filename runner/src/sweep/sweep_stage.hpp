@@ -37,7 +37,8 @@ void check_results_can_be_stored(const std::vector<const Family*>& untuned, cons
 
 /// The sweep's entries of the JSON context: tunebench_sweep_strategy (settings.sweep); when the
 /// executor sweeps up front, the figures every sweep has (tunebench_sweep_{seconds,
-/// compile_seconds,kernel_seconds,worker_seconds,busy_fraction,timed_runs,configs_dropped}),
+/// compile_seconds,compile_exposed_seconds,kernel_seconds,worker_seconds,busy_fraction,
+/// timed_runs,configs_dropped}),
 /// then the executor's own (SweepExecutor::context_entries).
 std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const SweepReport& report,
                                         const Settings& settings);

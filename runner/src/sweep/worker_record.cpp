@@ -36,6 +36,7 @@ std::string to_json_line(const WorkerRecord& r) {
     j["kernel_seconds"] = r.kernel_s;
     j["dropped"] = r.dropped;
     j["finalists"] = r.finalists;
+    j["compile_wait_seconds"] = r.compile_wait_s;
   }
   return j.dump();
 }
@@ -61,6 +62,7 @@ std::optional<WorkerRecord> parse_record_line(const std::string& line) {
       r.kernel_s = j.value("kernel_seconds", 0.0);
       r.dropped = j.value("dropped", 0);
       r.finalists = j.value("finalists", std::vector<std::string>{});
+      r.compile_wait_s = j.value("compile_wait_seconds", 0.0);
     }
     return r;
   } catch (const nlohmann::json::exception&) {

@@ -15,12 +15,14 @@ namespace tunebench {
 
 /// One record. JSON: {"record": "started"|"waiting"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
 /// "config": ..., "seconds": ..., "device": ..., "runs": ..., "kernel_seconds": ..., "dropped": ...,
-/// "finalists": [...], "time": ...}; fields a kind does not use are left out.
+/// "finalists": [...], "compile_wait_seconds": ..., "time": ...}; fields a kind does not use are
+/// left out.
 struct WorkerRecord {
   enum class Kind {
     kStarted,    ///< the worker is up; `device` is its GPU (token, and UUID when known)
     kPreparing,  ///< key `key`: preparing its workload
-    kCompiling,  ///< key `key`: compiling its configs (no kernel runs; the watchdog waits)
+    kCompiling,  ///< key `key`: compiling its configs, or waiting for the compile pool to
+                 ///< (no kernel runs; the watchdog waits)
     kTiming,     ///< key `key`: timing config `config` (or, for a round of several configs
                  ///< interleaved, a description that is not a config)
     kTuned,      ///< key `key` is stored in the worker's cache after `seconds` of tuning
@@ -40,6 +42,9 @@ struct WorkerRecord {
   double kernel_s = 0;                 ///< their summed time, seconds
   int dropped = 0;                     ///< configs dropped before the final round
   std::vector<std::string> finalists;  ///< the final round's configs (Config::str())
+  /// Wall seconds the worker waited for the key's configs to be compiled before and while
+  /// tuning it (the compile pool's announcement, its own precompile): compile time exposed.
+  double compile_wait_s = 0;
   /// When it was written: Unix seconds (RecordWriter stamps it; 0 in a record not yet written).
   double time = 0;
 };

@@ -1,6 +1,7 @@
 #include "tune/autotuner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -71,11 +72,14 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.on_progress) options.on_progress("precompiling " + std::to_string(order.size()) + " configs", true);
+  const auto compile_started = std::chrono::steady_clock::now();
   try {
     op.precompile(order, device, threads);
   } catch (const std::exception&) {
     // Each config's own run reports what went wrong.
   }
+  out.stats.compile_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - compile_started).count();
   static const FullSweep full;
   const SweepStrategy& strategy = options.strategy ? *options.strategy : full;
   strategy.sweep(order, time_run, options, device_uuid, out);

@@ -63,6 +63,9 @@ struct SweepStats {
   std::int64_t runs = 0;       ///< runs launched and timed, warmups included
   std::int64_t kernel_ns = 0;  ///< the sum of their times: kernel time (host time for host ops)
   int dropped = 0;             ///< configs that ran but did not reach the final round
+  /// Wall time of the sweep's own Op::precompile: compiling the configs no one compiled before
+  /// (a sweep fed by a compile pool only reads them back from the kernel cache).
+  std::int64_t compile_ns = 0;
   /// The configs of the final round (op's config order): what a parent re-times on the
   /// measurement GPU when this sweep ran on another. Empty when no config ran or one only could.
   std::vector<Config> finalists;

@@ -14,6 +14,7 @@
 #include "common/plural.hpp"
 #include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
+#include "sweep/compile_pool.hpp"
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
@@ -38,12 +39,13 @@ struct Slot {
   std::vector<std::size_t> in_flight;
   Clock::time_point heard = Clock::now();
   SweepReport::Shard figures;
+  double compile_s = 0;  // its compile pool's seconds, as of its last result
 };
 
 class Coordinator {
  public:
   Coordinator(MpiSession& mpi, const SweepKeys& k, const RunContext& context, ChoiceLog& choices,
-              const std::vector<Family>& families, const Settings& settings, SweepReport& report)
+              const std::vector<Family>& families, const Settings& settings, SweepReport& report, CompilePool& pool)
       : mpi_(mpi),
         k_(k),
         context_(context),
@@ -51,6 +53,7 @@ class Coordinator {
         families_(families),
         settings_(settings),
         report_(report),
+        pool_(pool),
         attempts_(k.keys.size(), 0),
         done_(k.keys.size(), false),
         on_rank_(k.keys.size(), -1),
@@ -139,6 +142,7 @@ class Coordinator {
         const Family& f = *k_.keys[i];
         const auto known = context_.cache->measurements(cache_key(*f.op, f.shape, context_));
         if (s.rank == 0) {
+          pool_.add(f.name, *f.op, k_.fitting[i]);  // before its child may wait for it
           if (!local || local->exited()) {
             local = std::make_unique<RankChild>(dir, generation_++, rank_child_devices(mpi_.device(), settings_),
                                                 "rank 0", launch);
@@ -166,6 +170,7 @@ class Coordinator {
       report_.runs += r.runs;
       report_.kernel_s += r.kernel_s;
       report_.dropped += r.dropped;
+      report_.compile_exposed_s += r.compile_wait_s;
       if (const auto i = index_of(r.key)) finalists_[*i] = r.finalists;
     } else if (r.kind == WorkerRecord::Kind::kStarted && s.figures.device.empty()) {
       s.figures.device = r.device;
@@ -182,6 +187,7 @@ class Coordinator {
     if (!i) return;
     s.in_flight.erase(std::remove(s.in_flight.begin(), s.in_flight.end(), *i), s.in_flight.end());
     if (j.contains("worker_s")) s.figures.wall_s = std::max(s.figures.wall_s, j.at("worker_s").get<double>());
+    if (j.contains("compile_s")) s.compile_s = std::max(s.compile_s, j.at("compile_s").get<double>());
     const Family& f = *k_.keys[*i];
     auto entry = entry_from_json(j.at("entry"), cache_key(*f.op, f.shape, context_));
     if (j.at("done").get<bool>() && entry.best) {
@@ -288,6 +294,7 @@ class Coordinator {
   const std::vector<Family>& families_;
   const Settings& settings_;
   SweepReport& report_;
+  CompilePool& pool_;  // rank 0's: compiles the keys its own child is handed
   std::deque<std::size_t> queue_;
   std::vector<int> attempts_;
   std::vector<bool> done_;
@@ -309,7 +316,8 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
   Scratch scratch(settings_, "tunebench-mpi-");
   CatchSignals signals;
   const auto started = Clock::now();
-  Coordinator c(mpi_, k, context, choices, families_, settings_, report);
+  const auto pool = sweep_compile_pool(scratch.dir(), context.device, settings_.fault.slow_compile_s);
+  Coordinator c(mpi_, k, context, choices, families_, settings_, report, *pool);
   c.round = ++rounds_;
   for (int r = 0; r < mpi_.size(); ++r) {
     const bool live = accepted_[static_cast<std::size_t>(r)] && (r == 0 || !workers_stopped_) &&
@@ -320,6 +328,9 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
   }
   report.shards = static_cast<int>(std::count_if(c.slots.begin(), c.slots.end(), [](const Slot& s) { return s.live; }));
   c.run(scratch.dir(), launch_);
+  pool->stop();
+  report.compile_s = pool->seconds();
+  for (const auto& s : c.slots) report.compile_s += s.rank != 0 ? s.compile_s : 0;
   if (!workers_stopped_) c.stop_workers();
   workers_stopped_ = true;
   lost_.insert(lost_.end(), c.lost.begin(), c.lost.end());

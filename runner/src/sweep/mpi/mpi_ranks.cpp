@@ -18,6 +18,7 @@
 #include "common/plural.hpp"
 #include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
+#include "sweep/compile_pool.hpp"
 #include "sweep/mpi/mpi_child.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
@@ -75,13 +76,14 @@ std::string describe(const json& fp) {
 class Worker {
  public:
   Worker(MpiSession& mpi, const std::vector<Family>& families, const RunContext& context, const Settings& settings,
-         ChildLaunch launch, std::filesystem::path dir)
+         ChildLaunch launch, std::filesystem::path dir, CompilePool& pool)
       : mpi_(mpi),
         families_(families),
         context_(context),
         settings_(settings),
         launch_(std::move(launch)),
-        dir_(std::move(dir)) {}
+        dir_(std::move(dir)),
+        pool_(pool) {}
 
   void run() {
     auto alive_at = Clock::now();
@@ -120,6 +122,7 @@ class Worker {
       if (!f) continue;
       std::vector<cache::Measurement> known;
       for (const auto& m2 : k.at("known")) known.push_back(measurement_from_json(m2));
+      pool_.add(f->name, *f->op, fitting_configs(*f, context_));  // compiled here, while the child times
       if (!child_ || child_->exited()) {
         child_ = std::make_unique<RankChild>(dir_, generation_++, rank_child_devices(mpi_.device(), settings_),
                                              "rank " + std::to_string(mpi_.rank()), launch_);
@@ -136,7 +139,8 @@ class Worker {
            {"done", done},
            {"entry", child_->result(*f, context_)},
            {"why", why},
-           {"worker_s", ended_children_s_ + child_->wall_s()}};
+           {"worker_s", ended_children_s_ + child_->wall_s()},
+           {"compile_s", pool_.seconds()}};
     mpi_.post(0, kResultTag, r.dump());
   }
 
@@ -163,6 +167,7 @@ class Worker {
   const Settings& settings_;
   ChildLaunch launch_;
   std::filesystem::path dir_;
+  CompilePool& pool_;
   std::unique_ptr<RankChild> child_;
   int generation_ = 0;
   double ended_children_s_ = 0;  // wall seconds of this rank's children that have exited
@@ -178,7 +183,10 @@ int run_mpi_worker(MpiSession& mpi, const std::vector<Family>& families, const R
   if (!mpi.scatter({})) return 0;  // refused: rank 0 said why
   Scratch scratch(settings, "tunebench-mpi-");
   CatchSignals signals;
-  Worker(mpi, families, context, settings, std::move(launch), scratch.dir()).run();
+  {
+    const auto pool = sweep_compile_pool(scratch.dir(), context.device, settings.fault.slow_compile_s);
+    Worker(mpi, families, context, settings, std::move(launch), scratch.dir(), *pool).run();
+  }
   scratch.remove();
   signals.restore();
   if (const int sig = caught_signal()) raise(sig);

@@ -1,0 +1,151 @@
+#pragma once
+// Compilation overlapped with timing. The process that starts a sweep's workers (bench for its
+// child processes, each MPI rank for its own child) compiles the configs of their keys on the
+// host's cores, key by key in the order the workers reach them, into the on-disk kernel cache,
+// and announces each key in a file of the sweep's scratch folder once its configs are compiled.
+// A worker waits for its key's announcement before it tunes it, so it times key k while the
+// pool compiles the keys after it; its autotune then finds every config compiled.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "sweep/host_cores.hpp"
+#include "tunebench/device.hpp"
+#include "tunebench/op.hpp"
+
+namespace tunebench {
+
+/// The announcement file of the sweep whose scratch folder is `dir`: the names of the keys
+/// (families) whose configs are compiled, one a line, in the order they were. That it exists
+/// when a worker starts says that a compile pool feeds the sweep.
+std::filesystem::path compiled_keys_file(const std::filesystem::path& dir);
+
+/// Appends a key's name to an announcement file (compiled_keys_file), one whole line per
+/// write() (O_APPEND), so a reader never sees half a name as a whole line.
+class CompiledKeysWriter {
+ public:
+  /// Creates `file` (empty) or opens it for appending. Throws std::runtime_error naming it.
+  explicit CompiledKeysWriter(const std::filesystem::path& file);
+  ~CompiledKeysWriter();
+  CompiledKeysWriter(const CompiledKeysWriter&) = delete;
+  CompiledKeysWriter& operator=(const CompiledKeysWriter&) = delete;
+  void announce(const std::string& name);
+
+ private:
+  int fd_ = -1;
+};
+
+/// A worker's view of the announcement file: which keys are compiled.
+class CompiledKeys {
+ public:
+  /// `file`: compiled_keys_file of the worker's scratch folder. active() says whether it existed
+  /// here (a pool feeds the sweep); when not, nothing is waited for.
+  explicit CompiledKeys(std::filesystem::path file);
+  /// Whether a pool announces this sweep's keys.
+  bool active() const { return active_; }
+  /// Whether `name` was announced (reads what was appended since the last call). True when not
+  /// active().
+  bool announced(const std::string& name);
+  /// Blocks until `name` is announced (polling every 20 ms); `on_wait` is called once, before
+  /// blocking, when it is not yet. Returns the seconds waited (0 when it was announced, or not
+  /// active()).
+  double wait_for(const std::string& name, const std::function<void()>& on_wait);
+
+ private:
+  std::filesystem::path file_;
+  bool active_ = false;
+  long offset_ = 0;
+  std::string partial_;
+  std::set<std::string> names_;
+};
+
+/// Compiles the configs of sweep keys (Op::precompile, one config a call, so an override must be
+/// thread-safe, as JitKernelCache::precompile is) on host threads, in the order the keys are
+/// added, a config shared by several keys (same op, same Config) once. A key is announced
+/// (`on_compiled`, called under the pool's lock by add() or a pool thread, keys in the order
+/// added) once
+/// every config it needs and every key added before it are compiled; a config that fails to
+/// compile counts as compiled (the sweep that runs it reports the failure). The threads run at
+/// nice 10, so a worker's launches never queue behind compilation. With a `host_cores` file
+/// (host_cores_file), the pool holds the host's cores while it has configs to compile (a shard
+/// tunes no host op meanwhile) and lets them go when it has none; it never waits for a worker.
+class CompilePool {
+ public:
+  /// Compiles for `device` on `threads` threads (0: one per hardware thread); `host_cores` empty:
+  /// no lock is taken.
+  CompilePool(DeviceInfo device, int threads, std::function<void(const std::string&)> on_compiled,
+              std::filesystem::path host_cores = {});
+  /// stop().
+  ~CompilePool();
+  CompilePool(const CompilePool&) = delete;
+  CompilePool& operator=(const CompilePool&) = delete;
+
+  /// Queues key `name` of `op` with `configs` (the configs its sweep runs); `op` must outlive
+  /// the pool. A key added again is compiled and announced again (nothing to compile then).
+  void add(const std::string& name, const Op& op, const std::vector<Config>& configs);
+  /// Waits until every key added so far is announced.
+  void wait();
+  /// Abandons the configs not begun, waits for those being compiled, ends the threads. Keys not
+  /// announced by then never are. Idempotent.
+  void stop();
+
+  /// Configs compiled so far (each once, failures included).
+  std::size_t compiled() const;
+  /// Wall seconds the pool had configs to compile: from the first config queued to the last
+  /// compiled, idle stretches (nothing queued) left out.
+  double seconds() const;
+
+ private:
+  struct Item {
+    const Op* op;
+    Config config;
+  };
+  struct Key {
+    std::string name;
+    std::size_t end;  // items [0, end) compiled: the key is
+  };
+  using Clock = std::chrono::steady_clock;
+  void work();
+  bool hold_cores(std::unique_lock<std::mutex>& lock);
+  void announce_ready();
+  double busy_seconds() const;
+
+  DeviceInfo device_;
+  std::function<void(const std::string&)> on_compiled_;
+  std::unique_ptr<HostCores> cores_;
+  HostCores::Held held_ = HostCores::none();
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Item> items_;  // read by workers under mutex_ only (add may grow it)
+  std::vector<bool> done_;
+  std::size_t next_ = 0;      // the next item to begin
+  std::size_t compiled_ = 0;  // items [0, compiled_) done
+  std::vector<Key> keys_;
+  std::size_t announced_ = 0;                           // keys [0, announced_) announced
+  std::set<std::pair<const Op*, std::string>> queued_;  // configs queued so far
+  bool acquiring_ = false;
+  bool stopping_ = false;
+  double busy_s_ = 0;
+  Clock::time_point busy_since_;
+  std::vector<std::thread> threads_;
+};
+
+/// The compile pool of the sweep whose scratch folder is `dir`, on one thread per hardware
+/// thread: its keys announced in compiled_keys_file(dir) (created here, so make it before any
+/// worker starts), the host's cores (host_cores_file(dir)) held while it compiles. `late_s`
+/// (the slow-compile fault, for tests): each key announced that many seconds late. Throws
+/// std::runtime_error when the files cannot be made.
+std::unique_ptr<CompilePool> sweep_compile_pool(const std::filesystem::path& dir, const DeviceInfo& device,
+                                                int late_s = 0);
+
+}  // namespace tunebench
