@@ -1,6 +1,7 @@
 #include "context/context_setup.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -135,6 +136,11 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   if (!listing) {
     c->cache = std::make_shared<cache::ConfigCache>(
         settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache);
+    // A process that tunes a key in itself and makes no progress for as long as the sweep's
+    // watchdog allows a child is stuck (a kernel that never returns): others may take its keys.
+    cache::LeasePolicy leases;
+    leases.stalled_after = std::chrono::milliseconds(static_cast<std::int64_t>(settings.hang_timeout_s * 1000));
+    c->cache->set_lease_policy(leases);
   }
   return c;
 }
