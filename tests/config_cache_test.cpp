@@ -473,7 +473,7 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     std::ofstream(dir_ / "old.json") << old;
   }
   EXPECT_EQ(cli("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
-  EXPECT_NE(out.find("best configs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("best configs as new as the file's or newer)"), std::string::npos) << out;
   {
     ConfigCache merged(file_);
     EXPECT_EQ(merged.best(key())->config, c2);

@@ -493,8 +493,8 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
   }
   std::cout << "imported " << import.keys() << " keys";
   if (import.kept_measurements() + import.kept_bests() > 0) {
-    std::cout << " (kept the cache's newer " << import.kept_measurements() << " measurements and "
-              << import.kept_bests() << " best configs)";
+    std::cout << " (kept the cache's " << import.kept_measurements() << " measurements and " << import.kept_bests()
+              << " best configs as new as the file's or newer)";
   }
   if (import.unknown_op_keys() > 0) {
     std::cout << "; " << import.unknown_op_keys() << " keys of ops this build lacks, kept unchecked";

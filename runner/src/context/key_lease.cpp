@@ -53,7 +53,17 @@ KeyLeases::Split KeyLeases::claim(const std::vector<const Family*>& families) {
     const cache::Key key = cache_key(*f->op, f->shape, context_);
     auto it = ours.find(key);
     if (it == ours.end()) {
-      const cache::LeaseClaim c = context_.cache->claim(key);
+      cache::LeaseClaim c;
+      try {
+        c = context_.cache->claim(key);
+      } catch (const cache::SqliteError& e) {
+        // Locked by another process past the store's retries (a long import): nobody can take
+        // or give leases now, so the key is tuned here unleased; its store says the same.
+        if (!cache::is_busy(e.code())) throw;
+        it = ours.emplace(key, true).first;
+        out.mine.push_back(f);
+        continue;
+      }
       if (c.outcome == cache::LeaseClaim::Outcome::kTakenOver) taken[{c.holder->describe(), c.why}].push_back(key);
       if (c.ours()) held_.insert(key);
       it = ours.emplace(key, c.ours()).first;
