@@ -1111,10 +1111,15 @@ TEST_F(ConfigCacheTest, AHolderWithoutProgressIsTakenOver) {
   ConfigCache b(file_);
   a.set_lease_policy(quick);
   b.set_lease_policy(quick);
+  ConfigCache c(file_);
+  c.set_lease_policy(quick);
+  c.note_progress(true);  // said before its first claim (a parent about to sweep)
+  ASSERT_TRUE(c.claim(key("watched")).ours());
   ASSERT_TRUE(a.claim(key()).ours());
   a.note_progress(true);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   EXPECT_EQ(b.claim(key()).outcome, LeaseClaim::Outcome::kHeldByOther);
+  EXPECT_EQ(b.claim(key("watched")).outcome, LeaseClaim::Outcome::kHeldByOther);
   a.note_progress(false);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   const LeaseClaim stalled = b.claim(key());

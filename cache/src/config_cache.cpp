@@ -656,7 +656,9 @@ LeaseClaim ConfigCache::claim(const Key& key) {
   require_writable("take a lease in it");
   LeaseClaim out;
   const LeaseHolder me = this_process();
-  write_retrying([&] {
+  // One attempt, waiting BusyPolicy::timeout for the lock: a lease is worth less than a sweep's
+  // results, which are worth the store's longer retries.
+  [&] {
     WriteTransaction tx(*db_);
     out = LeaseClaim();
     if (auto held = lease_holder(key); held && held->token != token_) {
@@ -692,9 +694,12 @@ LeaseClaim ConfigCache::claim(const Key& key) {
         .bind(15, now);  // taking a key is progress
     s.step();
     tx.commit();
-  });
+  }();
   if (!out.ours()) return out;
-  if (!heartbeat_) heartbeat_ = std::make_unique<detail::Heartbeat>(path_, token_, lease_policy_);
+  if (!heartbeat_) {
+    heartbeat_ = std::make_unique<detail::Heartbeat>(path_, token_, lease_policy_);
+    heartbeat_->progress(progress_ongoing_);  // said before the first claim
+  }
   heartbeat_->touch();
   return out;
 }
@@ -734,6 +739,7 @@ std::optional<LeaseHolder> ConfigCache::lease_holder(const Key& key) {
 }
 
 void ConfigCache::note_progress(bool ongoing) {
+  progress_ongoing_ = ongoing;
   if (heartbeat_) heartbeat_->progress(ongoing);
 }
 

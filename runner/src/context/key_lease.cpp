@@ -47,6 +47,7 @@ KeyLeases::Split KeyLeases::claim(const std::vector<const Family*>& families) {
     return out;
   }
   std::map<cache::Key, bool> ours;
+  bool locked = false;  // the cache's write lock held past the busy timeout: no more claims now
   // Keys taken over, by whose they were and why: one line per holder.
   std::map<std::pair<std::string, std::string>, std::vector<cache::Key>> taken;
   for (const Family* f : families) {
@@ -55,11 +56,14 @@ KeyLeases::Split KeyLeases::claim(const std::vector<const Family*>& families) {
     if (it == ours.end()) {
       cache::LeaseClaim c;
       try {
+        if (locked) throw cache::SqliteError("locked", SQLITE_BUSY);
         c = context_.cache->claim(key);
       } catch (const cache::SqliteError& e) {
-        // Locked by another process past the store's retries (a long import): nobody can take
-        // or give leases now, so the key is tuned here unleased; its store says the same.
+        // Locked by another process past the busy timeout (a long import): nobody can take or
+        // give leases now, so the key is tuned here unleased; its store waits longer, and says
+        // so if it cannot store either.
         if (!cache::is_busy(e.code())) throw;
+        locked = true;
         it = ours.emplace(key, true).first;
         out.mine.push_back(f);
         continue;

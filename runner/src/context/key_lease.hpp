@@ -27,8 +27,9 @@ class KeyLeases {
 
   /// `families` split by their keys (one claim per key): those whose lease this process holds
   /// now (free, or taken over from a holder that is gone: said in one line per holder), and
-  /// those another live process is tuning. A key whose claim finds the cache locked past the
-  /// store's retries counts as this process's, unleased (nobody can take leases then). Throws
+  /// those another live process is tuning. A key whose claim finds the cache locked past its
+  /// busy timeout counts as this process's, unleased (nobody can take leases then), and so does
+  /// every key after it in this call. Throws
   /// cache::SqliteError for other failures of the cache.
   struct Split {
     std::vector<const Family*> mine;

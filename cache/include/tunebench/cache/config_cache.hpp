@@ -199,8 +199,10 @@ class ConfigCache {
   /// (holder_is_gone), its lease expired (not renewed for LeasePolicy::ttl) or it made no
   /// progress for LeasePolicy::stalled_after. A lease taken is renewed by a thread of this object
   /// (its own connection) until release() or this object's end, which releases every lease it
-  /// holds. One write transaction; retries a busy file as store() does. Throws SqliteError as
-  /// store() (SQLITE_READONLY for a read-only cache).
+  /// holds. One write transaction, which waits for another process's write lock for
+  /// BusyPolicy::timeout only (no retries: a lease is worth less than a sweep's results). Throws
+  /// SqliteError: a busy code (is_busy) when the lock stayed held, SQLITE_READONLY for a
+  /// read-only cache.
   LeaseClaim claim(const Key& key);
   /// Gives up this object's lease of `key` (nothing when it holds none, or another took it).
   void release(const Key& key);
@@ -254,6 +256,7 @@ class ConfigCache {
   LeasePolicy lease_policy_;
   std::string token_;                             // this object's leases
   std::unique_ptr<detail::Heartbeat> heartbeat_;  // from the first claim on
+  bool progress_ongoing_ = false;                 // the last note_progress, for a heartbeat made later
   // Statements reused across calls (a prepare costs more than an insert: an import stores a
   // million rows). Declared after db_, so finalized before the connection closes.
   std::map<std::string, std::unique_ptr<detail::Statement>> statements_;
