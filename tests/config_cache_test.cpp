@@ -27,6 +27,8 @@ namespace fs = std::filesystem;
 using tunebench::cache::Best;
 using tunebench::cache::ConfigCache;
 using tunebench::cache::Key;
+using tunebench::cache::LeaseClaim;
+using tunebench::cache::LeasePolicy;
 using tunebench::cache::Measurement;
 using tunebench::cache::Status;
 
@@ -323,7 +325,7 @@ TEST_F(ConfigCacheTest, NewerSchemaIsRefusedAndNotTouched) {
     FAIL() << "a cache of schema 99 was opened";
   } catch (const tunebench::cache::SqliteError& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "was written by a newer tunebench (schema 99, this one reads up to 3): left as it is"),
+                  "was written by a newer tunebench (schema 99, this one reads up to 4): left as it is"),
               std::string::npos)
         << e.what();
   }
@@ -471,7 +473,7 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     std::ofstream(dir_ / "old.json") << old;
   }
   EXPECT_EQ(cli("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
-  EXPECT_NE(out.find("best configs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("best configs as new as the file's or newer)"), std::string::npos) << out;
   {
     ConfigCache merged(file_);
     EXPECT_EQ(merged.best(key())->config, c2);
@@ -889,7 +891,8 @@ TEST_F(ConfigCacheTest, CliOutputIsEscapedAndInCNumbers) {
     ConfigCache cache(file_);
     Key k = key();
     k.device_name = "H200\x1b]0;pwned\x07\nFAKE LINE";
-    Measurement m = ok(c, 2066820);
+    // A failed config beside the best (a best whose own measurement failed would not stay).
+    Measurement m = ok(config_of("mxfp4_gemm", 1), 2066820);
     m.error = "bad\r\x9b";
     m.status = Status::kLaunchFailed;
     cache.store(k, {m}, Best{c, 2066820, 0});
@@ -934,4 +937,256 @@ TEST_F(ConfigCacheTest, BenchRefusesAForeignFileAndLeavesIt) {
     EXPECT_EQ(bytes(file_), before);
     EXPECT_EQ(files_in(dir_), 3u) << "beside the file: only out.txt and err.txt";
   }
+}
+
+// Several processes storing sweeps of one key: the best a write leaves is the fastest ok
+// measurement the file holds (within the tie band), whoever wrote last; a slower best stored
+// later (another process's sweep, which did not time the faster config) does not win.
+TEST_F(ConfigCacheTest, AWriteLeavesTheMeasuredBestWhoeverWritesLast) {
+  ConfigCache a(file_);
+  ConfigCache b(file_);
+  a.store(key(), {ok("B=1", 1000), ok("B=2", 1100)}, Best{"B=1", 1000, 0});
+  b.store(key(), {ok("B=2", 1090), ok("B=3", 1166)}, Best{"B=3", 1166, 0});
+  ASSERT_TRUE(a.best(key()));
+  EXPECT_EQ(a.best(key())->config, "B=1");
+  EXPECT_EQ(a.best(key())->p50_ns, 1000);
+  // Within the tie band (1%) of the fastest, a best is the tie rule's choice and stays.
+  b.store(key(), {ok("B=4", 1008)}, Best{"B=4", 1008, 0});
+  EXPECT_EQ(a.best(key())->config, "B=4");
+  // Several keys in one transaction (a merge of shards) are settled too, each.
+  b.store({{key("two"), {ok("B=1", 500)}, Best{"B=1", 500, 0}}, {key("two"), {ok("B=2", 800)}, Best{"B=2", 800, 0}}});
+  EXPECT_EQ(a.best(key("two"))->config, "B=1");
+  // The best's own later measurement counts: re-timed slower, it gives way.
+  b.store(key(), {ok("B=4", 1500)}, std::nullopt);
+  EXPECT_EQ(a.best(key())->config, "B=1");
+  // An untimed best (one candidate) is kept.
+  b.store(key("one"), {}, Best{"B=9", 0, 0});
+  EXPECT_EQ(a.best(key("one"))->config, "B=9");
+}
+
+// A best whose own measurement failed never stays: the fastest ok config takes its place, or,
+// with none left, the best goes (the key is tuned again).
+TEST_F(ConfigCacheTest, ABestWhoseMeasurementFailedIsRechosen) {
+  ConfigCache cache(file_);
+  cache.store(key(), {ok("B=1", 1000), ok("B=2", 1200)}, Best{"B=1", 1000, 0});
+  const Measurement failed{"B=1", Status::kCompileFailed, std::nullopt, std::nullopt, std::nullopt, "no", 0, "", ""};
+  cache.store(key(), {failed}, std::nullopt);
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->config, "B=2");
+  EXPECT_EQ(cache.best(key())->p50_ns, 1200);
+  auto failed2 = failed;
+  failed2.config = "B=2";
+  cache.store(key(), {failed2}, std::nullopt);
+  EXPECT_FALSE(cache.best(key()));
+}
+
+// A schema 3 cache (no leases) opens and is upgraded; an older tunebench's export format is kept.
+TEST_F(ConfigCacheTest, SchemaThreeIsMigratedWithLeases) {
+  {
+    ConfigCache v4(file_);
+    v4.store(key(), {ok("B=1", 500)}, Best{"B=1", 500, 0});
+  }
+  make_sqlite(file_, "DROP TABLE leases; PRAGMA user_version = 3;");
+  {
+    ConfigCache read(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    EXPECT_EQ(read.database().user_version(), 3);  // read as it is
+    EXPECT_FALSE(read.lease_holder(key()));
+  }
+  ConfigCache cache(file_);
+  EXPECT_EQ(cache.database().user_version(), 4);
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+  EXPECT_TRUE(cache.claim(key()).ours());
+  std::string out;
+  EXPECT_EQ(cli("export '" + (dir_ / "e.json").string() + "'", &out), 0) << out;
+  EXPECT_NE(bytes(dir_ / "e.json").find("\"tunebench_cache_schema\": 3"), std::string::npos);
+}
+
+// One holder at a time: a second holder of the same file is told who holds the key; released
+// (or its object gone), the key is free.
+TEST_F(ConfigCacheTest, ALeaseHasOneHolderAtATime) {
+  ConfigCache b(file_);
+  {
+    ConfigCache a(file_);
+    EXPECT_EQ(a.claim(key()).outcome, LeaseClaim::Outcome::kAcquired);
+    EXPECT_EQ(a.claim(key()).outcome, LeaseClaim::Outcome::kAcquired);  // its own again
+    const LeaseClaim other = b.claim(key());
+    EXPECT_EQ(other.outcome, LeaseClaim::Outcome::kHeldByOther);
+    ASSERT_TRUE(other.holder);
+    EXPECT_EQ(other.holder->pid, getpid());
+    EXPECT_TRUE(b.claim(key("free")).ours());
+    a.release(key());
+    EXPECT_EQ(b.claim(key()).outcome, LeaseClaim::Outcome::kAcquired);
+    b.release(key());
+    EXPECT_TRUE(a.claim(key()).ours());
+  }
+  EXPECT_EQ(b.claim(key()).outcome, LeaseClaim::Outcome::kAcquired);  // a's end released it
+}
+
+// The holder's process is gone (exited; a zombie not yet reaped counts as gone): taken over,
+// saying so.
+TEST_F(ConfigCacheTest, ALeaseOfAProcessThatIsGoneIsTakenOver) {
+  { ConfigCache create(file_); }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      ConfigCache cache(file_);
+      // No destructor: the lease stays, as after a SIGKILL.
+      std::_Exit(cache.claim(key()).ours() ? 0 : 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    std::_Exit(1);
+  }
+  for (int i = 0; i < 200; ++i) {  // exited, not reaped: a zombie
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    if (text.find(") Z ") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ConfigCache cache(file_);
+  ASSERT_TRUE(cache.lease_holder(key()));
+  EXPECT_EQ(cache.lease_holder(key())->pid, pid);
+  const LeaseClaim zombie = cache.claim(key());
+  EXPECT_EQ(zombie.outcome, LeaseClaim::Outcome::kTakenOver);
+  EXPECT_EQ(zombie.why, "its process is gone");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// A pid alive now but started at another time than the holder's is another process (a reused
+// pid); the same start time is the holder itself.
+TEST_F(ConfigCacheTest, AReusedPidIsNotTheHolder) {
+  const auto me = tunebench::cache::this_process();
+  ASSERT_NE(me.started, 0) << "no /proc start time on this system";
+  ConfigCache cache(file_);
+  const auto plant = [&](std::int64_t started) {
+    make_sqlite(file_,
+                "DELETE FROM leases; INSERT INTO leases VALUES ('mxfp4_gemm', 'k1', 'M=8,N=4096,K=4096', "
+                "'NVIDIA H200', '9.0', 'cuda 13.0', 'kernel', 'h', '" +
+                    me.instance + "', " + std::to_string(me.pid) + ", " + std::to_string(started) + ", 'someone', 0, " +
+                    std::to_string(tunebench::cache::unix_ms() + 600000) + ", " +
+                    std::to_string(tunebench::cache::unix_ms()) + ");");
+  };
+  plant(me.started + 12345);
+  EXPECT_EQ(cache.claim(key()).outcome, LeaseClaim::Outcome::kTakenOver);
+  plant(me.started);
+  EXPECT_EQ(cache.claim(key()).outcome, LeaseClaim::Outcome::kHeldByOther);
+}
+
+// A holder on another host cannot be asked: its lease lapses when not renewed for the TTL. Its
+// own heartbeat keeps a live holder's lease from lapsing.
+TEST_F(ConfigCacheTest, AnotherHostsLeaseExpiresUnlessRenewed) {
+  LeasePolicy quick;
+  quick.ttl = std::chrono::milliseconds(400);
+  ConfigCache cache(file_);
+  cache.set_lease_policy(quick);
+  make_sqlite(file_,
+              "INSERT INTO leases VALUES ('mxfp4_gemm', 'k1', 'M=8,N=4096,K=4096', 'NVIDIA H200', '9.0', "
+              "'cuda 13.0', 'kernel', 'node-9', 'another-boot/pid:[1]', 77, 5, 'remote', 0, " +
+                  std::to_string(tunebench::cache::unix_ms() + 400) + ", " +
+                  std::to_string(tunebench::cache::unix_ms()) + ");");
+  const LeaseClaim held = cache.claim(key());
+  EXPECT_EQ(held.outcome, LeaseClaim::Outcome::kHeldByOther);
+  ASSERT_TRUE(held.holder);
+  EXPECT_EQ(held.holder->describe(), "pid 77 on node-9");
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const LeaseClaim lapsed = cache.claim(key());
+  EXPECT_EQ(lapsed.outcome, LeaseClaim::Outcome::kTakenOver);
+  EXPECT_NE(lapsed.why.find("its lease was not renewed for"), std::string::npos) << lapsed.why;
+  // This object's heartbeat renews it: three TTLs later, it is still held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(cache.lease_holder(key()));
+  EXPECT_GT(cache.lease_holder(key())->expires_ms, tunebench::cache::unix_ms());
+}
+
+// A live holder that makes no progress (a kernel that never returns) is taken over after
+// stalled_after; one that says its work is ongoing (compiling, a watched sweep) is not.
+TEST_F(ConfigCacheTest, AHolderWithoutProgressIsTakenOver) {
+  LeasePolicy quick;
+  quick.ttl = std::chrono::milliseconds(200);
+  quick.stalled_after = std::chrono::milliseconds(400);
+  ConfigCache a(file_);
+  ConfigCache b(file_);
+  a.set_lease_policy(quick);
+  b.set_lease_policy(quick);
+  ConfigCache c(file_);
+  c.set_lease_policy(quick);
+  c.note_progress(true);  // said before its first claim (a parent about to sweep)
+  ASSERT_TRUE(c.claim(key("watched")).ours());
+  ASSERT_TRUE(a.claim(key()).ours());
+  a.note_progress(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(b.claim(key()).outcome, LeaseClaim::Outcome::kHeldByOther);
+  EXPECT_EQ(b.claim(key("watched")).outcome, LeaseClaim::Outcome::kHeldByOther);
+  a.note_progress(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  const LeaseClaim stalled = b.claim(key());
+  EXPECT_EQ(stalled.outcome, LeaseClaim::Outcome::kTakenOver);
+  EXPECT_NE(stalled.why.find("it made no progress for"), std::string::npos) << stalled.why;
+}
+
+// Import: a measurement or best of the same time as the cache's keeps the cache's (the file cannot
+// be told newer), and a failed measurement of the key's best config re-chooses the best.
+TEST_F(ConfigCacheTest, CliImportKeepsEqualTimesAndNeverLeavesAFailedBest) {
+  const std::string c1 = config_of("mxfp4_gemm", 0), c2 = config_of("mxfp4_gemm", 1);
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const Key k{"mxfp4_gemm", "k1", "M=8,N=4096,K=4096", "NVIDIA H200", "9.0", "cuda 13.0", "kernel"};
+  {
+    ConfigCache cache(file_);
+    cache.store(k,
+                {{c1, Status::kOk, 990, 1000, 1010, "", now - 100, "GPU-1", "h"},
+                 {c2, Status::kOk, 1190, 1200, 1210, "", now - 100, "GPU-1", "h"}},
+                Best{c1, 1000, now - 100});
+  }
+  const auto doc = [&](const nlohmann::json& measurement, const nlohmann::json& best) {
+    nlohmann::json key = {
+        {"op", k.op},         {"kernel_version", "k1"}, {"tuning_key", k.tuning_key}, {"device_name", k.device_name},
+        {"device_cc", "9.0"}, {"toolkit", "cuda 13.0"}, {"timing_mode", "kernel"}};
+    nlohmann::json e = {{"key", key}, {"best", best}, {"measurements", nlohmann::json::array({measurement})}};
+    static int n = 0;
+    const fs::path f = dir_ / ("eq" + std::to_string(n++) + ".json");
+    std::ofstream(f) << nlohmann::json{{"tunebench_cache_schema", 3}, {"entries", nlohmann::json::array({e})}}.dump();
+    return "'" + f.string() + "'";
+  };
+  std::string out;
+  // Same second: the cache's rows stay.
+  EXPECT_EQ(cli("import " + doc({{"config", c1},
+                                 {"status", "ok"},
+                                 {"p20_ns", 4990},
+                                 {"p50_ns", 5000},
+                                 {"p80_ns", 5010},
+                                 {"error", ""},
+                                 {"measured_at", now - 100},
+                                 {"device_uuid", "GPU-2"},
+                                 {"host", "x"}},
+                                {{"config", c2}, {"p50_ns", 1200}, {"updated_at", now - 100}}),
+                &out),
+            0)
+      << out;
+  {
+    ConfigCache cache(file_);
+    EXPECT_EQ(*cache.measurement(k, c1)->p50_ns, 1000);
+    EXPECT_EQ(cache.best(k)->config, c1);
+  }
+  // A newer compile_failed row for the best config: the best is re-chosen, never the failure.
+  EXPECT_EQ(cli("import " + doc({{"config", c1},
+                                 {"status", "compile_failed"},
+                                 {"p20_ns", nullptr},
+                                 {"p50_ns", nullptr},
+                                 {"p80_ns", nullptr},
+                                 {"error", "ptxas"},
+                                 {"measured_at", now - 50},
+                                 {"device_uuid", ""},
+                                 {"host", "x"}},
+                                nullptr),
+                &out),
+            0)
+      << out;
+  ConfigCache cache(file_);
+  EXPECT_EQ(cache.measurement(k, c1)->status, Status::kCompileFailed);
+  ASSERT_TRUE(cache.best(k));
+  EXPECT_EQ(cache.best(k)->config, c2);
 }

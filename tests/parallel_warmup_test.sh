@@ -314,8 +314,7 @@ sleep 0.5
 ! pgrep -f -- "$work/int.json.*--tunebench_shard=" >/dev/null || fail "a shard outlived the parent: $(pgrep -af -- --tunebench_shard=)"
 /usr/bin/python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0]; sys.exit(r != "ok")' \
   "$work/int.sqlite" || fail "cache after SIGINT fails integrity_check"
-! ls /tmp/tunebench-warmup-* >/dev/null 2>&1 || [ -z "$(find /tmp -maxdepth 1 -name 'tunebench-warmup-*' -newer "$work/int.err")" ] \
-  || fail "warmup scratch folder left behind"
+[ -z "$(find "$TMPDIR" -maxdepth 1 -name 'tunebench-warmup-*')" ] || fail "warmup scratch folder left behind: $(ls -A "$TMPDIR")"
 
 # Host (CPU) ops share the host's cores: shards time them one at a time, never concurrently, so
 # the seconds the shards spent tuning (from the per-shard lines) fit in the sweep's wall time.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <random>
+
 #include <algorithm>
 #include <cerrno>  // program_invocation_short_name (glibc): the library's notes are the program's lines
 #include <chrono>
@@ -12,6 +14,8 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+
+#include "heartbeat.hpp"
 
 namespace tunebench::cache {
 namespace detail {
@@ -123,6 +127,10 @@ constexpr const char* kKeyColumns =
     "op TEXT NOT NULL, kernel_version TEXT NOT NULL, tuning_key TEXT NOT NULL, device_name TEXT NOT NULL, "
     "device_cc TEXT NOT NULL, toolkit TEXT NOT NULL, timing_mode TEXT NOT NULL";
 constexpr const char* kKeyList = "op, kernel_version, tuning_key, device_name, device_cc, toolkit, timing_mode";
+// Who holds a key's lease and until when (lease.hpp); times in Unix milliseconds.
+constexpr const char* kLeaseColumns =
+    "host TEXT NOT NULL, instance TEXT NOT NULL, pid INTEGER NOT NULL, started INTEGER NOT NULL, token TEXT NOT "
+    "NULL, acquired_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, progress_ms INTEGER NOT NULL";
 constexpr const char* kKeyMatch =
     "op = ?1 AND kernel_version = ?2 AND tuning_key = ?3 AND device_name = ?4 AND device_cc = ?5 AND "
     "toolkit = ?6 AND timing_mode = ?7";
@@ -137,6 +145,17 @@ std::string this_host() {
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A ConfigCache object's own name among lease holders: two objects of one process (a parent's
+// cache and a connection of its own) must not take each other's leases for their own.
+std::string new_token() {
+  std::random_device seed;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(seed()) << 32) ^ seed() ^ static_cast<std::uint64_t>(getpid()));
+  char text[40];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(gen()),
+                static_cast<unsigned long long>(gen()));
+  return text;
 }
 
 }  // namespace
@@ -205,6 +224,14 @@ bool has_our_tables(Database& db) {
   Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
   while (s.step()) tables.push_back(s.text(0));
   const std::string key = "op,kernel_version,tuning_key,device_name,device_cc,toolkit,timing_mode,";
+  // Schema 4's leases, between the two in name order.
+  if (tables.size() == 3) {
+    if (tables[1] != "leases" ||
+        columns_of(db, "leases") != key + "host,instance,pid,started,token,acquired_ms,expires_ms,progress_ms") {
+      return false;
+    }
+    tables.erase(tables.begin() + 1);
+  }
   if (tables.empty() || tables[0] != "best" || tables.size() > 2) return false;
   if (columns_of(db, "best") != key + "config,p50_ns,updated_at") return false;
   if (tables.size() == 1) return true;
@@ -272,7 +299,7 @@ std::string one_line(std::string text) {
 }  // namespace
 
 ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy busy, Access access)
-    : path_(path), busy_(busy) {
+    : path_(path), busy_(busy), token_(new_token()) {
   if (access == Access::kProbe) access = Access::kRead;
   std::error_code ec;
   if (fs::is_directory(path_, ec)) {
@@ -307,7 +334,7 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
   }
 }
 
-ConfigCache::~ConfigCache() = default;
+ConfigCache::~ConfigCache() { release_all(); }
 
 void ConfigCache::open_checked(OnDamage on_damage, Access access) {
   const Identity id = identify(path_, kApplicationId, kSchemaVersion, static_cast<int>(busy_.timeout.count()));
@@ -405,6 +432,11 @@ void ConfigCache::migrate() {
     db_->exec("ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT ''");
     version = 3;
   }
+  if (version < 4) {
+    db_->exec(std::string("CREATE TABLE IF NOT EXISTS leases (") + kKeyColumns + ", " + kLeaseColumns +
+              ", PRIMARY KEY (" + kKeyList + "))");
+    version = 4;
+  }
   db_->exec("PRAGMA user_version = " + std::to_string(version));
   tx.commit();
 }
@@ -421,6 +453,8 @@ void ConfigCache::read_older_schema() {
   // which SQLite resolves before the file's own (unqualified names search temp first).
   const auto version = pragma_int(*db_, "PRAGMA user_version");
   if (version >= kSchemaVersion) return;
+  db_->exec(std::string("CREATE TEMP TABLE leases (") + kKeyColumns + ", " + kLeaseColumns + ")");
+  if (version >= 3) return;
   if (version < 2) {
     db_->exec(std::string("CREATE TEMP TABLE measurements (") + kKeyColumns +
               ", config TEXT NOT NULL, status TEXT NOT NULL, p20_ns INTEGER, p50_ns INTEGER, p80_ns INTEGER, "
@@ -547,24 +581,167 @@ ConfigCache::Transaction::~Transaction() {
 
 void ConfigCache::Transaction::store(const Key& key, const std::vector<Measurement>& results,
                                      const std::optional<Best>& best) {
+  if (unsettled_ && !(*unsettled_ == key)) cache_.settle_best(*unsettled_);
+  unsettled_ = key;
   cache_.store_rows(key, results, best);
 }
 
 void ConfigCache::Transaction::commit() {
+  if (unsettled_) cache_.settle_best(*unsettled_);
+  unsettled_.reset();
   cache_.db_->exec("COMMIT");
   done_ = true;
 }
 
 void ConfigCache::store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   require_writable("store results in it");
-  write_rows_retrying([&] { store_rows(key, results, best); });
+  write_rows_retrying([&] {
+    store_rows(key, results, best);
+    settle_best(key);
+  });
 }
 
 void ConfigCache::store(const std::vector<Entry>& entries) {
   require_writable("store results in it");
   write_rows_retrying([&] {
     for (const auto& e : entries) store_rows(e.key, e.results, e.best);
+    for (const auto& e : entries) settle_best(e.key);  // a key of two entries (two shards) is settled on both
   });
+}
+
+// Inside a write transaction: the best of `key` made true to the measurements the file holds (the
+// rule in config_cache.hpp), whoever wrote them.
+void ConfigCache::settle_best(const Key& key) {
+  Statement& b = prepared(std::string("SELECT config, p50_ns FROM best WHERE ") + kKeyMatch);
+  b.bind_key(key);
+  if (!b.step()) return;
+  const std::string config = b.text(0);
+  const std::int64_t stored_p50 = b.int64(1);
+  b.reset();
+  Statement& own =
+      prepared(std::string("SELECT status, p50_ns FROM measurements WHERE ") + kKeyMatch + " AND config = ?8");
+  own.bind_key(key).bind(8, config);
+  std::optional<std::string> own_status;
+  std::optional<std::int64_t> own_p50;
+  if (own.step()) {
+    own_status = own.text(0);
+    own_p50 = own.opt_int64(1);
+  }
+  own.reset();
+  Statement& f = prepared(std::string("SELECT config, p50_ns FROM measurements WHERE ") + kKeyMatch +
+                          " AND status = 'ok' AND p50_ns > 0 ORDER BY p50_ns, config LIMIT 1");
+  f.bind_key(key);
+  std::optional<std::pair<std::string, std::int64_t>> fastest;
+  if (f.step()) fastest.emplace(f.text(0), f.int64(1));
+  f.reset();
+  const bool failed = own_status && *own_status != "ok";
+  if (!failed) {
+    // The best's own latest measurement, where there is one, is what it is judged by.
+    const std::int64_t p50 = own_status && own_p50 && *own_p50 > 0 ? *own_p50 : stored_p50;
+    if (p50 == 0 || !fastest || fastest->first == config) return;  // untimed (one candidate), or the fastest
+    if (static_cast<double>(p50) <= static_cast<double>(fastest->second) * (1.0 + kTieTolerance)) return;
+  }
+  if (fastest) {
+    Statement& s = prepared(std::string("INSERT OR REPLACE INTO best (") + kKeyList +
+                            ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    s.bind_key(key).bind(8, fastest->first).bind(9, fastest->second).bind(10, now_s());
+    s.step();
+  } else {
+    Statement& s = prepared(std::string("DELETE FROM best WHERE ") + kKeyMatch);
+    s.bind_key(key);
+    s.step();
+  }
+}
+
+LeaseClaim ConfigCache::claim(const Key& key) {
+  require_writable("take a lease in it");
+  LeaseClaim out;
+  const LeaseHolder me = this_process();
+  // One attempt, waiting BusyPolicy::timeout for the lock: a lease is worth less than a sweep's
+  // results, which are worth the store's longer retries.
+  [&] {
+    WriteTransaction tx(*db_);
+    out = LeaseClaim();
+    if (auto held = lease_holder(key); held && held->token != token_) {
+      const std::int64_t now = unix_ms();
+      const auto seconds = [](std::int64_t ms) { return std::to_string((ms + 999) / 1000); };
+      if (holder_is_gone(*held)) {
+        out.why = "its process is gone";
+      } else if (now > held->expires_ms) {
+        out.why = "its lease was not renewed for " + seconds(now - held->expires_ms + lease_policy_.ttl.count()) +
+                  " s (its process or host stopped)";
+      } else if (now - held->progress_ms > lease_policy_.stalled_after.count()) {
+        out.why = "it made no progress for " + seconds(now - held->progress_ms) + " s";
+      } else {
+        out.outcome = LeaseClaim::Outcome::kHeldByOther;
+        out.holder = std::move(held);
+        return;  // nothing written: the transaction rolls back
+      }
+      out.outcome = LeaseClaim::Outcome::kTakenOver;
+      out.holder = std::move(held);
+    }
+    const std::int64_t now = unix_ms();
+    Statement& s = prepared(std::string("INSERT OR REPLACE INTO leases (") + kKeyList +
+                            ", host, instance, pid, started, token, acquired_ms, expires_ms, progress_ms) VALUES "
+                            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    s.bind_key(key)
+        .bind(8, me.host)
+        .bind(9, me.instance)
+        .bind(10, me.pid)
+        .bind(11, me.started)
+        .bind(12, token_)
+        .bind(13, now)
+        .bind(14, now + lease_policy_.ttl.count())
+        .bind(15, now);  // taking a key is progress
+    s.step();
+    tx.commit();
+  }();
+  if (!out.ours()) return out;
+  if (!heartbeat_) {
+    heartbeat_ = std::make_unique<detail::Heartbeat>(path_, token_, lease_policy_);
+    heartbeat_->progress(progress_ongoing_);  // said before the first claim
+  }
+  heartbeat_->touch();
+  return out;
+}
+
+void ConfigCache::release(const Key& key) {
+  if (!heartbeat_) return;  // never claimed anything
+  write_retrying([&] {
+    Statement& s = prepared(std::string("DELETE FROM leases WHERE ") + kKeyMatch + " AND token = ?8");
+    s.bind_key(key).bind(8, token_);
+    s.step();
+  });
+}
+
+void ConfigCache::release_all() noexcept {
+  if (!heartbeat_ || !db_) return;
+  heartbeat_.reset();
+  // Best effort: a lease left behind (a lock held past the busy timeout) names a process that is
+  // about to be gone, which the next claim sees.
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_->handle(), "DELETE FROM leases WHERE token = ?1", -1, &s, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, token_.data(), static_cast<int>(token_.size()), SQLITE_TRANSIENT);
+    sqlite3_step(s);
+  }
+  sqlite3_finalize(s);
+}
+
+std::optional<LeaseHolder> ConfigCache::lease_holder(const Key& key) {
+  Statement& s = prepared(
+      std::string(
+          "SELECT host, instance, pid, started, token, acquired_ms, expires_ms, progress_ms FROM leases WHERE ") +
+      kKeyMatch);
+  s.bind_key(key);
+  if (!s.step()) return std::nullopt;
+  LeaseHolder h{s.text(0), s.text(1), s.int64(2), s.int64(3), s.text(4), s.int64(5), s.int64(6), s.int64(7)};
+  s.reset();
+  return h;
+}
+
+void ConfigCache::note_progress(bool ongoing) {
+  progress_ongoing_ = ongoing;
+  if (heartbeat_) heartbeat_->progress(ongoing);
 }
 
 std::vector<ConfigCache::Entry> ConfigCache::entries() {

@@ -26,6 +26,11 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+// The export's format: the keys, bests and measurements of schema 3. Schema 4 added the leases
+// of keys being tuned, which say what a process is doing now and are not exported, so exports
+// stay readable by the tunebench-cache of schema 3.
+constexpr int kExportSchema = 3;
+
 std::string e(const std::string& text) { return escape_controls(text); }
 
 std::int64_t now_s() {
@@ -80,7 +85,7 @@ std::vector<std::pair<const char*, const std::string*>> key_fields(const Key& k)
 // Writes the export to `out`: one line per key, best and measurement; throws std::runtime_error
 // naming the row it could not write.
 void write_export(ConfigCache& cache, std::ostream& out) {
-  out << "{\n  \"tunebench_cache_schema\": " << ConfigCache::kSchemaVersion << ",\n  \"entries\": [";
+  out << "{\n  \"tunebench_cache_schema\": " << kExportSchema << ",\n  \"entries\": [";
   std::size_t index = 0;
   cache.for_each_key([&](const Key& k) {
     const std::string row =
@@ -289,10 +294,9 @@ class Import {
   void finish() {
     if (!entries_seen_) not_an_export();
     if (!schema_.is_number_integer() || schema_.get<std::int64_t>() < 1 ||
-        schema_.get<std::int64_t>() > ConfigCache::kSchemaVersion) {
+        schema_.get<std::int64_t>() > kExportSchema) {
       throw std::invalid_argument("\"tunebench_cache_schema\": expected an integer from 1 to " +
-                                  std::to_string(ConfigCache::kSchemaVersion) +
-                                  " (a file written by tunebench-cache export)");
+                                  std::to_string(kExportSchema) + " (a file written by tunebench-cache export)");
     }
   }
 
@@ -375,8 +379,9 @@ class Import {
     }
     ++rows_;
     // Merging: what the cache learnt later wins. An imported measurement replaces the cache's of
-    // the same config only if it is newer, so importing an old export cannot undo a later tuning.
-    if (const auto have = cache_.measurement(*key_, r.config); have && have->measured_at > r.measured_at) {
+    // the same config only if it is newer, so importing an old export cannot undo a later tuning;
+    // one of the same second keeps the cache's (the file cannot be told newer).
+    if (const auto have = cache_.measurement(*key_, r.config); have && have->measured_at >= r.measured_at) {
       ++kept_measurements_;
       return;
     }
@@ -397,7 +402,7 @@ class Import {
       if (best->p50_ns != 0) require_plausible(best->p50_ns, "best config '" + e(best->config) + "': p50_ns");
       ++rows_;
     }
-    if (const auto have = cache_.best(*key_); best && have && have->updated_at > best->updated_at) {
+    if (const auto have = cache_.best(*key_); best && have && have->updated_at >= best->updated_at) {
       best.reset();
       ++kept_bests_;
     }
@@ -490,8 +495,8 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
   }
   std::cout << "imported " << import.keys() << " keys";
   if (import.kept_measurements() + import.kept_bests() > 0) {
-    std::cout << " (kept the cache's newer " << import.kept_measurements() << " measurements and "
-              << import.kept_bests() << " best configs)";
+    std::cout << " (kept the cache's " << import.kept_measurements() << " measurements and " << import.kept_bests()
+              << " best configs as new as the file's or newer)";
   }
   if (import.unknown_op_keys() > 0) {
     std::cout << "; " << import.unknown_op_keys() << " keys of ops this build lacks, kept unchecked";

@@ -3,6 +3,7 @@
 #include "context/config_choice.hpp"
 
 #include "common/one_line.hpp"
+#include "context/key_lease.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -134,11 +135,33 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
                              key.tuning_key + " is not in it and cannot be tuned and stored; point TUNEBENCH_CACHE " +
                              "or --tunebench_cache at a writable file");
   }
+  // One process tunes a key at a time: while another process sharing the cache tunes this one,
+  // its result is waited for (and the key taken over if that process goes). Given options (a
+  // re-timing of finalists, a live tune after a failed replay) neither read nor wait.
+  KeyLeases lease(context, "");
+  if (context.cache && !options) {
+    const auto split = lease.claim({&family});
+    if (split.mine.empty()) {
+      const auto answered = [&](const Family& f) { return cached_config(f, context).has_value(); };
+      if (lease.wait(split.others, answered).empty()) {
+        if (auto cached = cached_config(family, context)) return {std::move(*cached), ConfigSource::kCache};
+      }
+    } else if (auto cached = cached_config(family, context)) {
+      return {std::move(*cached), ConfigSource::kCache};  // stored by another process before the claim
+    }
+  }
   std::vector<cache::Measurement> known;
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
-  const TuneOutcome outcome =
-      autotune(op, family.shape, context.device, time_run, options ? *options : context.tune, known, uuid);
+  TuneOptions tune = options ? *options : context.tune;
+  if (context.cache && !context.cache->read_only()) {
+    // The lease's heartbeat says whether this process still makes progress on the key.
+    tune.on_progress = [cache = context.cache, then = tune.on_progress](const std::string& activity, bool compiling) {
+      cache->note_progress(compiling);
+      if (then) then(activity, compiling);
+    };
+  }
+  const TuneOutcome outcome = autotune(op, family.shape, context.device, time_run, tune, known, uuid);
   if (stats) *stats = outcome.stats;
   if (!outcome.fatal_error.empty()) {
     // Keep what was learnt, the failing config above all, so no later run tries it again.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -180,6 +181,13 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
       settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache;
   c->cache = for_what == ContextFor::kRun ? std::make_shared<cache::ConfigCache>(cache_file)
                                           : open_cache_for_check(cache_file);
+  if (c->cache) {
+    // A process that tunes a key in itself and makes no progress for as long as the sweep's
+    // watchdog allows a child is stuck (a kernel that never returns): others may take its keys.
+    cache::LeasePolicy leases;
+    leases.stalled_after = std::chrono::milliseconds(static_cast<std::int64_t>(settings.hang_timeout_s * 1000));
+    c->cache->set_lease_policy(leases);
+  }
   return c;
 }
 

@@ -35,6 +35,7 @@
 #include "report/timing_stage.hpp"
 #include "run/benchmark_body.hpp"
 #include "settings/invocation.hpp"
+#include "sweep/dead_scratch.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
 #include "sweep/sweep_stage.hpp"
@@ -91,6 +92,9 @@ struct SweepPlan {
 
 SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
                      const RunContext& context, const ChoiceLog& choices, const GpuProbe& gpu) {
+  // A sweep whose bench was killed left its scratch folder: what its workers finished counts
+  // before the keys to tune are chosen.
+  clean_dead_scratch(inv.settings(), context);
   SweepPlan plan{untuned_families(families, filter, context, choices), nullptr};
   plan.executor = choose_executor(inv.settings(), families, plan.untuned, context, gpu, self_launch(inv));
   // A check opens the cache read-only itself: only a cache a run would find read-only is refused.

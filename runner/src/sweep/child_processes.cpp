@@ -16,8 +16,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +28,7 @@
 #include "context/config_choice.hpp"
 #include "sweep/child_start.hpp"
 #include "sweep/compile_pool.hpp"
+#include "sweep/dead_scratch.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
@@ -57,6 +60,8 @@ struct Child {
   std::unique_ptr<RecordReader> records;
   std::vector<WorkerRecord> log;                 // every record, for the run dir's sweep.jsonl
   std::map<std::string, WorkerRecord> tuned_of;  // key -> its `tuned` record
+  std::vector<std::string> finished;             // keys in the order their `tuned` records came
+  std::size_t stored = 0;                        // of which handed to the cache as they finished
   Clock::time_point spawned_at;
   WorkerRecord last_activity;   // what the worker last said it was doing
   Clock::time_point active_at;  // last sign of progress
@@ -90,7 +95,7 @@ SweepKeys sweep_keys(const std::vector<const Family*>& untuned, const RunContext
 
 // Chosen here, not by fs::temp_directory_path: it takes a variable that is set but empty as the
 // folder "".
-Scratch::Scratch(const Settings& s, const std::string& prefix) {
+Scratch::Scratch(const Settings& s, const std::string& prefix, const fs::path& cache) {
   const std::string name = s.tmp_var.empty() ? "/tmp" : s.tmp_var + "='" + s.tmp_dir + "'";
   const fs::path tmp = s.tmp_var.empty() ? fs::path("/tmp") : fs::path(s.tmp_dir);
   std::error_code ec;
@@ -105,6 +110,7 @@ Scratch::Scratch(const Settings& s, const std::string& prefix) {
                                 "), expected a writable folder for the sweep's scratch files");
   }
   dir_ = dir;
+  write_scratch_owner(dir_, cache);
 }
 
 void Scratch::remove() {
@@ -251,6 +257,7 @@ void read_records(Child& c) {
       ++c.tuned;
       c.tuning_s += r.seconds;
       c.tuned_of[r.key] = r;
+      c.finished.push_back(r.key);
     } else if (r.kind == WorkerRecord::Kind::kStarted) {
       c.device = r.device;
     } else {
@@ -290,7 +297,9 @@ void show_progress(const std::vector<Child>& children, int keys, Clock::time_poi
 }
 
 // Until every child has exited and closed its stderr; on a signal, ends them (SIGKILL after 2 s).
-void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::time_point started) {
+// `finished(i, key)` is called once for each key child i finishes, as its record comes.
+void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::time_point started,
+               const std::function<void(std::size_t, const std::string&)>& finished) {
   const bool tty = isatty(STDERR_FILENO);
   bool terminating = false;
   auto terminate_at = Clock::now();
@@ -304,6 +313,10 @@ void supervise(std::vector<Child>& children, double hang_s, int keys, Clock::tim
         read_records(c);
       }
       all_done &= c.exited && c.err_fd < 0;
+    }
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
+      while (c.stored < c.finished.size()) finished(i, c.finished[c.stored++]);
     }
     if (all_done) break;
     for (auto& c : children) watch(c, hang_s);
@@ -377,6 +390,54 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
     }
   }
 }
+
+// Each key a worker finishes goes from its shard's file into the cache at once, so a parent
+// killed mid-sweep (SIGKILL: nothing of it runs) has lost none of the keys its workers finished.
+// Through a connection of its own that waits for the cache's lock briefly: while another process
+// holds it, the key waits for the merge at the end of the sweep, which stores every key again.
+class FinishedKeys {
+ public:
+  FinishedKeys(const SweepKeys& k, const fs::path& dir, const RunContext& context) : k_(k), dir_(dir) {
+    if (!context.cache || context.cache->read_only()) return;
+    try {
+      cache_ = std::make_unique<cache::ConfigCache>(
+          context.cache->path(), cache::ConfigCache::OnDamage::kThrow,
+          cache::BusyPolicy{std::chrono::milliseconds(200), std::chrono::milliseconds(1000)});
+      context_ = &context;
+    } catch (const std::exception&) {
+      cache_.reset();  // the merge at the end stores them
+    }
+  }
+  void store(std::size_t shard, const std::string& name) {
+    if (!cache_) return;
+    const auto f = std::find_if(k_.keys.begin(), k_.keys.end(), [&](const Family* key) { return key->name == name; });
+    if (f == k_.keys.end()) return;
+    try {
+      if (shards_.size() <= shard) shards_.resize(shard + 1);
+      if (!shards_[shard]) {
+        shards_[shard] = std::make_unique<cache::ConfigCache>(shard_file(dir_, shard, ".sqlite"),
+                                                              cache::ConfigCache::OnDamage::kThrow);
+      }
+      const auto key = cache_key(*(*f)->op, (*f)->shape, *context_);
+      cache::ConfigCache::Entry entry{key, shards_[shard]->measurements(key), shards_[shard]->best(key)};
+      if (entry.best) cache_->store({entry});
+    } catch (const std::exception&) {
+      // Busy or unreadable now: the merge at the end of the sweep stores it.
+    }
+  }
+  // Closes the connections (before the scratch folder goes).
+  void close() {
+    shards_.clear();
+    cache_.reset();
+  }
+
+ private:
+  const SweepKeys& k_;
+  fs::path dir_;
+  const RunContext* context_ = nullptr;
+  std::unique_ptr<cache::ConfigCache> cache_;
+  std::vector<std::unique_ptr<cache::ConfigCache>> shards_;
+};
 
 // Every shard's finished keys merged in one transaction; the best config of each key per shard.
 std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, const RunContext& context,
@@ -566,7 +627,7 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   report.keys = static_cast<int>(k.keys.size());
   if (k.keys.empty()) return report;
   const ShardPlan plan = plan_shards(k.costs, shards_, isolated_ || !first_round ? 0.0 : 0.1);
-  Scratch scratch(settings_);
+  Scratch scratch(settings_, "tunebench-warmup-", context.cache ? context.cache->path() : fs::path());
   const auto started = Clock::now();
   // The configs every shard will sweep, compiled here once on all cores (N shards compiling the
   // same configs would each spend the whole compile time on 1/N of them), in the order the
@@ -580,7 +641,10 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
     for (auto key : plan.shards[i]) mine.push_back(k.keys[key]);
     start_child(children[i], i, mine, scratch.dir(), devices_[i], launch_, context);
   }
-  supervise(children, settings_.hang_timeout_s, report.keys, started);
+  FinishedKeys as_they_finish(k, scratch.dir(), context);
+  supervise(children, settings_.hang_timeout_s, report.keys, started,
+            [&](std::size_t i, const std::string& key) { as_they_finish.store(i, key); });
+  as_they_finish.close();
   pool->stop();  // what is left was for shards that died: later rounds compile it
   report.compile_s = pool->seconds();
   account(children, devices_, settings_.hang_timeout_s, k, context, report);

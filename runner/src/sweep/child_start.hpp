@@ -18,11 +18,15 @@
 
 namespace tunebench {
 
-/// A scratch folder `<prefix>XXXXXX` under TMPDIR (else /tmp), removed when this goes. Throws
-/// std::invalid_argument (one line naming the variable) when it is not a writable folder.
+/// A scratch folder `<prefix>XXXXXX` under TMPDIR (else /tmp), removed when this goes, with an
+/// `owner` file naming this process and `cache`, the cache its workers' results go to
+/// (write_scratch_owner), so that a later run can merge and remove it if this process is killed
+/// (clean_dead_scratch). Throws std::invalid_argument (one line naming the variable) when it is
+/// not a writable folder.
 class Scratch {
  public:
-  explicit Scratch(const Settings& s, const std::string& prefix = "tunebench-warmup-");
+  explicit Scratch(const Settings& s, const std::string& prefix = "tunebench-warmup-",
+                   const std::filesystem::path& cache = {});
   ~Scratch() { remove(); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;

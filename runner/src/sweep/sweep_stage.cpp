@@ -2,6 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -10,6 +11,7 @@
 #include "common/c_numbers.hpp"
 #include "common/plural.hpp"
 #include "context/config_choice.hpp"
+#include "context/key_lease.hpp"
 #include "plan/family.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
@@ -136,21 +138,65 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
     add_context(sweep_context(executor, {}, settings));
     return {};
   }
-  const auto& to_sweep = untuned;
-  SweepReport w = executor.sweep(untuned, context, choices, true);
+  // Keys another process sharing the cache is tuning are not swept here: their results are
+  // waited for once this process's own keys are done (with no lease held meanwhile, so two
+  // processes never wait for each other), and swept here only if their holder goes without one.
+  KeyLeases leases(context, executor.name());
+  if (context.cache && !context.cache->read_only()) context.cache->note_progress(true);  // the watchdog watches
+  std::vector<const Family*> others;
+  const auto claim = [&](const std::vector<const Family*>& families_to_tune) {
+    auto split = leases.claim(families_to_tune);
+    others = std::move(split.others);
+    return std::move(split.mine);
+  };
+  std::vector<const Family*> swept_here = claim(untuned);
+  SweepReport w = executor.sweep(swept_here, context, choices, true);
+  int round = 1;
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round
   // finishes some (a crash after a sticky error stored it: that is progress too).
-  bool progress = w.tuned > 0 || w.crashed_shards > 0;
-  for (int round = 1; round < 8 && progress; ++round) {
-    const auto left = untuned_families(families, filter, context, choices);
-    if (left.empty()) break;
+  const auto more_rounds = [&](bool progress) {
+    for (; round < 8 && progress; ++round) {
+      const auto left = claim(untuned_families(families, filter, context, choices));
+      if (left.empty()) break;
+      std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for "
+                << count_of(static_cast<long long>(left.size()), "key", "keys") << " left\n";
+      const SweepReport more = executor.sweep(left, context, choices, false);
+      add_round(w, more);
+      swept_here.insert(swept_here.end(), left.begin(), left.end());
+      progress = left.size() > untuned_families(families, filter, context, choices).size() || more.crashed_shards > 0;
+    }
+  };
+  more_rounds(w.tuned > 0 || w.crashed_shards > 0);
+  leases.release_all();
+  // Then the keys other processes held: each is answered by its holder, or taken over and swept
+  // here. A key this process swept already and could not tune is left to its timing loop.
+  const auto answered = [&](const Family& f) { return cached_config(f, context).has_value(); };
+  const auto not_tried = [&](std::vector<const Family*> list) {
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Family* f) {
+                                return std::find(swept_here.begin(), swept_here.end(), f) != swept_here.end();
+                              }),
+               list.end());
+    return list;
+  };
+  others = not_tried(others);
+  while (!others.empty() && round < 8) {
+    const auto taken = leases.wait(others, answered);
+    if (taken.empty()) break;
     std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for "
-              << count_of(static_cast<long long>(left.size()), "key", "keys") << " left\n";
-    const SweepReport more = executor.sweep(left, context, choices, false);
+              << count_of(static_cast<long long>(taken.size()), "key", "keys") << " taken over\n";
+    const SweepReport more = executor.sweep(taken, context, choices, false);
     add_round(w, more);
-    progress = left.size() > untuned_families(families, filter, context, choices).size() || more.crashed_shards > 0;
+    swept_here.insert(swept_here.end(), taken.begin(), taken.end());
+    ++round;
+    more_rounds(more.tuned > 0 || more.crashed_shards > 0);
+    leases.release_all();
+    others = not_tried(untuned_families(families, filter, context, choices));
   }
-  for (const Family* f : to_sweep) {
+  if (context.cache && !context.cache->read_only()) context.cache->note_progress(false);
+  // Only the keys this process swept count as tuned in this run; a key another process tuned is
+  // the cache's.
+  for (const Family* f : swept_here) {
     if (cached_config(*f, context)) context.swept.insert(f->name);
   }
   std::cerr << executor.summary(w);

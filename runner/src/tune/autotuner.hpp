@@ -30,8 +30,9 @@ struct TuneOptions {
   /// status timeout. A kernel that never returns cannot be stopped in-process.
   std::chrono::nanoseconds timeout_per_config = std::chrono::seconds(20);
   /// Configs whose p50 is within this fraction of the fastest p50 tie; the earliest in the
-  /// op's config order wins, so a rerun under the same noise picks the same config.
-  double tie_tolerance = 0.01;
+  /// op's config order wins, so a rerun under the same noise picks the same config. The cache
+  /// settles a key's stored best by the same band (ConfigCache::kTieTolerance).
+  double tie_tolerance = cache::ConfigCache::kTieTolerance;
   /// When not empty, only these configs are timed (to re-time the finalists of a key), in the
   /// op's config order (options.space first, then the expanded space), whatever order they are
   /// given in: the tie rule's "earliest" is the op's order.

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "tunebench/cache/database.hpp"
+#include "tunebench/cache/lease.hpp"
 
 namespace tunebench::cache {
 
 namespace detail {
 class Statement;
+class Heartbeat;
 }  // namespace detail
 
 /// What a tuned config is valid for. Two runs share a cached config only when every field is
@@ -78,8 +80,17 @@ struct BusyPolicy {
 
 /// The cache file. Schema history (PRAGMA user_version): 1 = the table of best configs;
 /// 2 = plus the per-config measurements; 3 = plus each measurement's host (an MPI sweep times
-/// keys on several). Older files are migrated when opened for writing, and read as they are
-/// when opened with Access::kRead.
+/// keys on several); 4 = plus the leases of keys being tuned (lease.hpp). Older files are
+/// migrated when opened for writing, and read as they are when opened with Access::kRead.
+///
+/// A key's best is settled by every write, whoever writes: after the write, the best is
+/// - re-chosen as the key's fastest ok measurement when its own config's measurement failed
+///   (removed when the key has no ok measurement: the key is tuned again), and
+/// - replaced by the fastest ok measurement the file holds for the key when that one is faster
+///   than the best by more than kTieTolerance (the autotuner's tie band: a best within it of
+///   the fastest is the tie rule's choice, and kept).
+/// So several processes storing sweeps of one key leave the measured best, not the last
+/// writer's. An untimed best (p50 0: one candidate) whose measurement did not fail is kept.
 ///
 /// A file is identified before anything is written to it, through a connection that writes
 /// nothing and makes nothing beside it (Access::kProbe):
@@ -93,9 +104,13 @@ struct BusyPolicy {
 /// its header says it is ours) counts as damaged: see OnDamage.
 class ConfigCache {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
+  /// Configs whose p50 is within this fraction of the fastest tie (the autotuner's tie rule,
+  /// TuneOptions::tie_tolerance); a stored best slower than a stored measurement by more is
+  /// replaced (see above).
+  static constexpr double kTieTolerance = 0.01;
 
   /// What to do with a cache of ours that is damaged.
   enum class OnDamage {
@@ -130,9 +145,9 @@ class ConfigCache {
   std::vector<Measurement> measurements(const Key& key);
 
   /// Stores the measurements (replacing earlier ones of the same configs) and, if given, the
-  /// best config of `key`, in one transaction. While another process holds the write lock, it
-  /// retries for up to BusyPolicy::store_budget, then throws SqliteError with a busy code
-  /// (is_busy) saying so; nothing is stored then.
+  /// best config of `key`, in one transaction, and settles the key's best (see the class). While another process holds
+  /// the write lock, it retries for up to BusyPolicy::store_budget, then throws SqliteError with a busy code (is_busy)
+  /// saying so; nothing is stored then.
   void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
 
   /// What store() takes, for several keys at once.
@@ -141,8 +156,8 @@ class ConfigCache {
     std::vector<Measurement> results;
     std::optional<Best> best;
   };
-  /// Stores every entry in one transaction: all of them or, on failure, none. Retries a busy
-  /// file as store() above.
+  /// Stores every entry in one transaction: all of them or, on failure, none, and settles each
+  /// key's best. Retries a busy file as store() above.
   void store(const std::vector<Entry>& entries);
   /// Every key of the file, measured or with a best, with its measurements and best.
   std::vector<Entry> entries();
@@ -167,14 +182,40 @@ class ConfigCache {
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;
-    /// As ConfigCache::store(key, results, best), inside this transaction.
+    /// As ConfigCache::store(key, results, best), inside this transaction. The key's best is
+    /// settled when a store names another key, and at commit() (so a key's rows stored in a
+    /// row of calls are settled once).
     void store(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best);
     void commit();
 
    private:
     ConfigCache& cache_;
+    std::optional<Key> unsettled_;
     bool done_ = false;
   };
+
+  /// Takes the lease of `key` for this object, unless another live holder has it: a key is free
+  /// when no lease names it, when its lease is this object's, or when its holder is gone
+  /// (holder_is_gone), its lease expired (not renewed for LeasePolicy::ttl) or it made no
+  /// progress for LeasePolicy::stalled_after. A lease taken is renewed by a thread of this object
+  /// (its own connection) until release() or this object's end, which releases every lease it
+  /// holds. One write transaction, which waits for another process's write lock for
+  /// BusyPolicy::timeout only (no retries: a lease is worth less than a sweep's results). Throws
+  /// SqliteError: a busy code (is_busy) when the lock stayed held, SQLITE_READONLY for a
+  /// read-only cache.
+  LeaseClaim claim(const Key& key);
+  /// Gives up this object's lease of `key` (nothing when it holds none, or another took it).
+  void release(const Key& key);
+  /// Who holds the lease of `key`, if anyone (expired leases included).
+  std::optional<LeaseHolder> lease_holder(const Key& key);
+  /// Tells the heartbeat that this process's tuning made progress now (a new config timed);
+  /// `ongoing` (compiling, or a parent whose watchdog watches its workers): every beat counts as
+  /// progress until the next call.
+  void note_progress(bool ongoing);
+  /// The lease times this object uses (claim judges others' leases by them too); before the first
+  /// claim.
+  void set_lease_policy(const LeasePolicy& policy) { lease_policy_ = policy; }
+  const LeasePolicy& lease_policy() const { return lease_policy_; }
 
   /// Deletes the measurement of `config` and, if it is the best of `key`, the best entry too
   /// (a later run retunes the key). Returns the number of rows deleted.
@@ -205,11 +246,17 @@ class ConfigCache {
   void require_writable(const char* action) const;
   void write_retrying(const std::function<void()>& attempt);
   void write_rows_retrying(const std::function<void()>& rows);
+  void settle_best(const Key& key);
+  void release_all() noexcept;
 
   std::filesystem::path path_;
   std::optional<Database> db_;
   std::optional<std::filesystem::path> moved_aside_;
   BusyPolicy busy_;
+  LeasePolicy lease_policy_;
+  std::string token_;                             // this object's leases
+  std::unique_ptr<detail::Heartbeat> heartbeat_;  // from the first claim on
+  bool progress_ongoing_ = false;                 // the last note_progress, for a heartbeat made later
   // Statements reused across calls (a prepare costs more than an insert: an import stores a
   // million rows). Declared after db_, so finalized before the connection closes.
   std::map<std::string, std::unique_ptr<detail::Statement>> statements_;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# One cache shared by several bench processes, and a sweep whose bench is killed, with the CPU op
+# (no GPU needed): each key is tuned by one process (the others wait for its result, and take the
+# key over when that process dies or stops making progress); the stored best is the fastest
+# measurement the cache holds; the keys a SIGKILLed parallel warmup finished are in the cache,
+# and the next run neither tunes them again nor leaves the dead run's scratch folder behind.
+set -euo pipefail
+bench=${1:?usage: shared_cache_test.sh BENCH TUNEBENCH_CACHE_CLI}
+cache_cli=${2:?usage: shared_cache_test.sh BENCH TUNEBENCH_CACHE_CLI}
+source "$(dirname "$0")/lib.sh"
+tp4=$here/../runs/shape/dsv4f_decode_tp4.yaml
+sources() {  # sources NAME: "cache=N tuned=M" of run NAME (its run directory's configs.json)
+  /usr/bin/python3 -c 'import json,sys,collections; c=collections.Counter(e["source"] for e in json.load(open(sys.argv[1]))["configs"]); print(" ".join(f"{k}={v}" for k,v in sorted(c.items())))' \
+    "$(ls -d "$work/$1-runs"/* | tail -1)/configs.json"
+}
+tuned() { sources "$1" | tr ' ' '\n' | sed -n 's/^tuned=//p' | awk '{s += $1} END {print s + 0}'; }
+start() {  # start NAME FILTER SHAPES ENV... : bench in the background on $work/shared.sqlite; pid in $pid
+  local name=$1 filter=$2 shapes=$3; shift 3
+  env TUNEBENCH_CACHE="$work/shared.sqlite" TUNEBENCH_RUNS="$work/$name-runs" "$@" "$bench" --tunebench_shapes="$shapes" \
+    --benchmark_filter="$filter" --benchmark_min_time=0.01 >"$work/$name.out" 2>"$work/$name.err" &
+  pid=$!
+}
+# The best of every key is no slower than the fastest ok measurement of the key by more than the
+# tie band (1%).
+measured_best() {
+  TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" export "$work/export.json"
+  /usr/bin/python3 - "$work/export.json" <<'PY'
+import json, sys
+entries = json.load(open(sys.argv[1]))["entries"]
+assert entries, "empty cache"
+for e in entries:
+    ok = {m["config"]: m["p50_ns"] for m in e["measurements"] if m["status"] == "ok"}
+    b = e["best"]
+    assert b, (e["key"], "no best")
+    assert b["config"] in ok, (e["key"], b, "best without an ok measurement")
+    assert ok[b["config"]] <= min(ok.values()) * 1.01, (e["key"]["tuning_key"], b, sorted(ok.items(), key=lambda x: x[1])[:3])
+PY
+}
+
+# 1. Three processes started together with overlapping filters (8 keys in all, each wanted by two
+# or three of them; the CPU op tunes in bench itself): each key is tuned once.
+rm -f "$work/shared.sqlite"
+start p1 'cpu_.*/M:(4|8|16)/' "$tp4"; p1=$pid
+start p2 'cpu_.*/M:(8|16|32)/' "$tp4"; p2=$pid
+start p3 'cpu_.*/M:(4|16|32)/' "$tp4"; p3=$pid
+for p in $p1 $p2 $p3; do wait "$p" || fail "a process sharing the cache failed: $(cat "$work"/p?.err)"; done
+for p in p1 p2 p3; do
+  [ "$(grep -c manual_time "$work/$p.out")" -eq 6 ] && ! grep -q 'ERROR OCCURRED' "$work/$p.out" || fail "$p: $(cat "$work/$p.out")"
+done
+total=$(( $(tuned p1) + $(tuned p2) + $(tuned p3) ))
+[ "$(TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list | wc -l)" -eq 8 ] || fail "the shared cache lacks keys"
+[ "$total" -eq 8 ] || fail "8 keys were tuned $total times by 3 processes sharing the cache: $(sources p1) / $(sources p2) / $(sources p3)"
+measured_best || fail "a stored best is slower than a stored measurement of its key"
+echo "three processes: 8 keys tuned once; $(cat "$work"/p?.err | grep -c 'being tuned by another process') waits"
+
+# 2. The holder dies (SIGKILL) while another process waits for its key: the waiter says it waits,
+# then takes the key over and tunes it. The holder hangs on a config (an injected fault) so that
+# it holds the key as long as the test needs.
+rm -f "$work/shared.sqlite"
+one='cpu_.*/M:1/N:512/'
+start holder "$one" "$tiny" TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128; holder=$pid
+for _ in $(seq 100); do
+  [ -n "$(/usr/bin/python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select pid from leases").fetchone() or "")' "$work/shared.sqlite" 2>/dev/null)" ] && break
+  sleep 0.1
+done
+start waiter "$one" "$tiny"; waiter=$pid
+for _ in $(seq 100); do grep -q 'being tuned by another process' "$work/waiter.err" && break; sleep 0.1; done
+grep -q "^bench: cpu_mxfp4_gemm M=1,N=512,K=128 is being tuned by another process (pid $holder on .*); waiting for its result, and taking over any whose process ends without one or stops making progress$" \
+  "$work/waiter.err" || fail "no one-line note of the wait: $(cat "$work/waiter.err")"
+kill -KILL "$holder"; wait "$holder" 2>/dev/null || true
+wait "$waiter" || fail "the waiter failed after its holder died: $(cat "$work/waiter.err")"
+grep -q "^bench: taking over cpu_mxfp4_gemm M=1,N=512,K=128 from pid $holder on .*: its process is gone$" "$work/waiter.err" \
+  || fail "the waiter did not take over the key of a dead holder: $(cat "$work/waiter.err")"
+[ "$(tuned waiter)" -eq 1 ] && ! grep -q 'ERROR OCCURRED' "$work/waiter.out" || fail "the key taken over was not tuned: $(cat "$work/waiter.out")"
+
+# 3. A holder that lives but makes no progress (a kernel that never returns) is not waited for
+# forever: after TUNEBENCH_HANG_TIMEOUT seconds without progress its key is taken over.
+rm -f "$work/shared.sqlite"
+start stuck "$one" "$tiny" TUNEBENCH_HANG_TIMEOUT=2 TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128; stuck=$pid
+for _ in $(seq 100); do grep -q . "$work/stuck.err" 2>/dev/null && [ -s "$work/shared.sqlite" ] && break; sleep 0.1; done
+sleep 0.5
+start patient "$one" "$tiny" TUNEBENCH_HANG_TIMEOUT=2; patient=$pid
+wait "$patient" || fail "the waiter of a stuck holder failed: $(cat "$work/patient.err")"
+kill -KILL "$stuck"; wait "$stuck" 2>/dev/null || true
+grep -Eq "^bench: taking over cpu_mxfp4_gemm M=1,N=512,K=128 from pid $stuck on .*: it made no progress for [0-9]+ s$" "$work/patient.err" \
+  || fail "a holder without progress was not taken over: $(cat "$work/patient.err")"
+
+# 4. Two parallel warmups started together on one cache: the keys are swept once, by one of
+# them or split between them; the other waits for the results.
+rm -f "$work/shared.sqlite"
+four='cpu_.*/M:(4|8|16|32)/'
+start w1 "$four" "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; w1=$pid
+start w2 "$four" "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; w2=$pid
+wait "$w1" || fail "warmup 1: $(cat "$work/w1.err")"
+wait "$w2" || fail "warmup 2: $(cat "$work/w2.err")"
+total=$(( $(tuned w1) + $(tuned w2) ))
+[ "$total" -eq 8 ] || fail "two parallel warmups on one cache tuned 8 keys $total times: $(grep '^bench: ' "$work/w1.err" "$work/w2.err")"
+measured_best || fail "a stored best is slower than a stored measurement of its key (parallel warmups)"
+[ -z "$(ls -A "$TMPDIR")" ] || fail "scratch left behind: $(ls -A "$TMPDIR")"
+
+# 5. SIGKILL of the parent during a parallel warmup (its shards die with it): the keys finished
+# by then are in the cache; the next run merges what is left in the dead run's scratch folder,
+# removes it (one line), takes over the dead run's leases and sweeps only the keys left.
+rm -f "$work/shared.sqlite"
+start killed 'cpu_' "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; killed=$pid
+for _ in $(seq 600); do [ "$(grep -c 'tunebench-shard: tuned' "$work/killed.err" 2>/dev/null)" -ge 4 ] && break; sleep 0.1; done
+kill -KILL "$killed"; wait "$killed" 2>/dev/null || true
+sleep 0.5
+! pgrep -f -- "--tunebench_shard=.*$TMPDIR" >/dev/null || fail "a shard outlived its killed parent"
+finished=$(grep -c 'tunebench-shard: tuned' "$work/killed.err")
+[ "$finished" -ge 4 ] || fail "the sweep did not get far enough to test: $(cat "$work/killed.err")"
+[ -n "$(ls -A "$TMPDIR")" ] || fail "a SIGKILL left no scratch folder (nothing to test)"
+cached=$(TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list 2>/dev/null | wc -l)
+# A doubled key counts twice among the finished sweeps; a key finished in the last moment may be
+# in the scratch folder alone.
+[ "$cached" -ge $((finished / 2)) ] || fail "$finished keys were finished, $cached reached the cache before the SIGKILL"
+TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list | awk '{print $2}' | sort >"$work/before.keys"
+start next 'cpu_' "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; next=$pid
+wait "$next" || fail "the run after the SIGKILL failed: $(cat "$work/next.err")"
+[ "$(grep -c 'removed 1 scratch folder of sweeps whose bench is gone (killed) under' "$work/next.err")" -eq 1 ] \
+  || fail "no one line about the dead run's scratch folder: $(cat "$work/next.err")"
+grep -q "from pid $killed on .*: its process is gone" "$work/next.err" || fail "the dead run's leases were not taken over: $(cat "$work/next.err")"
+[ -z "$(ls -A "$TMPDIR")" ] || fail "the dead run's scratch folder is still there: $(ls -A "$TMPDIR")"
+merged=$(sed -n 's/.*; \([0-9]*\) finished keys\{0,1\} from them merged into the cache.*/\1/p' "$work/next.err")
+left=$(sed -n 's/.*parallel warmup: \([0-9]*\) keys\{0,1\} on 2 shards.*/\1/p' "$work/next.err")
+[ -n "$left" ] && [ "$left" -le $((18 - cached)) ] || fail "the next run swept $left keys, $cached of 18 were cached: $(cat "$work/next.err")"
+sed -n 's/.*tunebench-shard: tuned cpu_mxfp4_gemm\/dsv4f_decode_tp4\/M:\([0-9]*\)\/N:\([0-9]*\)\/K:\([0-9]*\)\/.*/M=\1,N=\2,K=\3/p' \
+  "$work/next.err" | sort -u >"$work/again.keys"
+[ -z "$(comm -12 "$work/before.keys" "$work/again.keys")" ] || fail "keys finished before the SIGKILL were tuned again: $(comm -12 "$work/before.keys" "$work/again.keys")"
+[ "$(grep -c manual_time "$work/next.out")" -eq 18 ] && ! grep -q 'ERROR OCCURRED' "$work/next.out" || fail "the next run: $(cat "$work/next.out")"
+echo "SIGKILL: $finished sweeps finished, $cached keys in the cache, ${merged:-0} merged from the scratch folder, $left swept again"
+echo "shared_cache: all checks passed"
