@@ -153,6 +153,8 @@ fi
 mkfifo "$work/pipe"
 expect 2 "tunebench-cache: export $work/pipe: a FIFO (named pipe), expected a regular file" "$cache_cli" export "$work/pipe"
 expect 2 "tunebench-cache: export $work: a folder, expected a regular file" "$cache_cli" export "$work"
+expect 2 "tunebench-cache: import $work/pipe: a FIFO (named pipe), expected a regular file written by export" \
+  "$cache_cli" import "$work/pipe"
 expect 0 "" "$cache_cli" export "$work/export.json"
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["entries"]' "$work/export.json" \
   || fail "export to a new file"

@@ -464,6 +464,17 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
               << ": is a folder, expected a file written by export\n";
     return 2;
   }
+  // Opening a FIFO waits for a writer that may never come; a device can be read for ever.
+  if (const auto type = fs::status(source, ec).type();
+      type != fs::file_type::not_found && type != fs::file_type::regular) {
+    const char* kind = type == fs::file_type::fifo                                        ? "a FIFO (named pipe)"
+                       : type == fs::file_type::character || type == fs::file_type::block ? "a device"
+                       : type == fs::file_type::socket                                    ? "a socket"
+                                                                                          : "not a regular file";
+    std::cerr << "tunebench-cache: import " << e(source.string()) << ": " << kind
+              << ", expected a regular file written by export\n";
+    return 2;
+  }
   std::ifstream in(source, std::ios::binary);
   if (!in) {
     std::cerr << "tunebench-cache: import: cannot read " << e(source.string()) << "\n";
