@@ -23,6 +23,23 @@
 namespace tunebench::cache {
 namespace {
 
+// What a path that is not a regular file is, for the one-line refusals of export and import.
+const char* file_kind_text(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a folder";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case std::filesystem::file_type::character:
+    case std::filesystem::file_type::block:
+      return "a device";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
+}
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -130,11 +147,7 @@ int export_cache(ConfigCache& cache, const fs::path& target) {
     // Renaming onto a FIFO, a device or a folder would replace it, and writing into one as it is
     // can block for ever (a FIFO without a reader) or fail halfway (/dev/full): only a regular
     // file or a new name is taken. A pipe gets the export through stdout.
-    const char* kind = type == fs::file_type::directory                                   ? "a folder"
-                       : type == fs::file_type::fifo                                      ? "a FIFO (named pipe)"
-                       : type == fs::file_type::character || type == fs::file_type::block ? "a device"
-                       : type == fs::file_type::socket                                    ? "a socket"
-                                                                                          : "not a regular file";
+    const char* kind = file_kind_text(type);
     std::cerr << "tunebench-cache: export " << e(target.string()) << ": " << kind
               << ", expected a regular file or a new file name (without FILE the export goes to stdout)\n";
     return 2;
@@ -467,10 +480,7 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
   // Opening a FIFO waits for a writer that may never come; a device can be read for ever.
   if (const auto type = fs::status(source, ec).type();
       type != fs::file_type::not_found && type != fs::file_type::regular) {
-    const char* kind = type == fs::file_type::fifo                                        ? "a FIFO (named pipe)"
-                       : type == fs::file_type::character || type == fs::file_type::block ? "a device"
-                       : type == fs::file_type::socket                                    ? "a socket"
-                                                                                          : "not a regular file";
+    const char* kind = file_kind_text(type);
     std::cerr << "tunebench-cache: import " << e(source.string()) << ": " << kind
               << ", expected a regular file written by export\n";
     return 2;
