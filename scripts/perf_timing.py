@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""The timing stage's cost, the eager loop against the graph-batched one, in one session:
+"""The timing stage's cost, an old way of timing against a new one, in one session:
 
-    scripts/perf_timing.py [--filter F] [--rounds N] [--out DIR] [BENCH_ARGS...]
+    scripts/perf_timing.py [--filter F] [--rounds N] [--vary VAR=OLD,NEW] [--out DIR] [BENCH_ARGS...]
 
-Runs bench once from an empty config cache (the graph-batched loop; the sweep fills the cache),
-then, on that cache, alternately TUNEBENCH_TIMING_LOOP=eager and =graph for --rounds rounds
-(default 1; 0: the first run alone), each a whole process. From each run directory's timing_stage.json it prints the
-stage's wall, kernel time (Google Benchmark's probes included) and busy fraction, overall and per
-class of keys (op x decode/prefill), and from the results the per-benchmark ratio graph / eager
-(median over rounds), with how many benchmarks lie within 1% of 1. The first run's end-to-end
-wall is the main job's from a fresh cache. BENCH=PATH names the binary (default build/bench/bench).
+Runs bench once from an empty config cache with VAR=NEW (the sweep fills the cache), then, on
+that cache, alternately VAR=OLD and VAR=NEW for --rounds rounds (default 1; 0: the first run
+alone), each a whole process. --vary defaults to TUNEBENCH_TIMING_LOOP=eager,graph (the eager loop
+against the graph-batched one); TUNEBENCH_ITERATIONS=probed,sized compares Google Benchmark's
+probe rounds with counts sized up front; OLD equal to NEW is the A/A of the figure. From each run
+directory's timing_stage.json it prints the stage's wall, kernel time (Google Benchmark's probes
+included) and busy fraction, overall and per class of keys (op x decode/prefill), and from the
+results the per-benchmark ratio NEW / OLD (median over rounds), with how many benchmarks lie
+within 1% of 1. The first run's end-to-end wall is the main job's from a fresh cache. BENCH=PATH
+names the binary (default build/bench/bench).
 """
 import argparse
 import json
@@ -66,7 +69,12 @@ def main():
     p.add_argument("--filter", default="")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--out", default="")
+    p.add_argument("--vary", default="TUNEBENCH_TIMING_LOOP=eager,graph")
     a, rest = p.parse_known_args()
+    var, _, values = a.vary.partition("=")
+    old, _, new = values.partition(",")
+    if not var or not old or not new or "," in new:
+        sys.exit(f"perf_timing: --vary={a.vary}: expected VAR=OLD,NEW (e.g. TUNEBENCH_ITERATIONS=probed,sized)")
     if a.rounds < 0:
         sys.exit(f"perf_timing: --rounds={a.rounds}: expected 0 (the fresh run alone) or more")
     here = pathlib.Path(__file__).resolve().parent.parent
@@ -76,29 +84,29 @@ def main():
     work = pathlib.Path(a.out or tempfile.mkdtemp(prefix="perf_timing."))
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    for v in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS", "TUNEBENCH_TIMING_LOOP", "USE_FLAGTUNE"):
+    for v in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS", "TUNEBENCH_TIMING_LOOP", "TUNEBENCH_ITERATIONS", "USE_FLAGTUNE", var):
         env.pop(v, None)
     env["TUNEBENCH_CACHE"] = str(work / "configs.sqlite")
     env.setdefault("TUNEBENCH_KERNEL_CACHE", str(work / "kernels"))
     args = ([f"--benchmark_filter={a.filter}"] if a.filter else []) + rest
     ratios = {}
     for r in range(a.rounds + 1):
-        for loop in (["graph"] if r == 0 else ["eager", "graph"]):
-            tag = f"{r}-{loop}"
+        for side, value in ([("new", new)] if r == 0 else [("old", old), ("new", new)]):
+            tag = f"{r}-{side}"
             env["TUNEBENCH_RUNS"] = str(work / f"runs-{tag}")
-            env["TUNEBENCH_TIMING_LOOP"] = loop
+            env[var] = value
             wall = run_bench(bench, args + [f"--benchmark_out={work / (tag + '.json')}"], env, work / f"{tag}.log")
             s = stage(work / f"runs-{tag}")
-            print_stage(f"round {r} {loop} loop (whole process {wall:.1f} s"
+            print_stage(f"round {r} {var}={value} (whole process {wall:.1f} s"
                         f"{', empty cache' if r == 0 else ''})", s)
         if r > 0:
-            g, e = times(work / f"{r}-graph.json"), times(work / f"{r}-eager.json")
-            for name in g.keys() & e.keys():
-                ratios.setdefault(name, []).append(g[name] / e[name])
+            n_, o_ = times(work / f"{r}-new.json"), times(work / f"{r}-old.json")
+            for name in n_.keys() & o_.keys():
+                ratios.setdefault(name, []).append(n_[name] / o_[name])
     med = {n: statistics.median(v) for n, v in ratios.items()}
     if med:
         within = sum(1 for v in med.values() if abs(v - 1) <= 0.01)
-        print(f"graph / eager per benchmark (median of {a.rounds} rounds): median {statistics.median(med.values()):.4f}, "
+        print(f"{var} {new} / {old} per benchmark (median of {a.rounds} rounds): median {statistics.median(med.values()):.4f}, "
               f"{within} of {len(med)} within 1%; worst {min(med.values()):.4f} .. {max(med.values()):.4f}")
     print(f"perf_timing: runs kept in {work}")
 

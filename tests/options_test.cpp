@@ -142,7 +142,8 @@ TEST(Settings, UnknownFlagListsTheTablesFlags) {
   const std::string e = error_of({"bench", "--tunebench_nope=1"});
   EXPECT_EQ(e,
             "--tunebench_nope: unknown flag (tunebench flags: --tunebench_cache, --tunebench_timing, "
-            "--tunebench_cold_l2, --tunebench_timing_loop, --tunebench_seed, --tunebench_shapes, --tunebench_runs, "
+            "--tunebench_cold_l2, --tunebench_timing_loop, --tunebench_iterations, --tunebench_seed, "
+            "--tunebench_shapes, --tunebench_runs, "
             "--tunebench_check)");
 }
 

@@ -104,6 +104,27 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   return config;
 }
 
+std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext& context, const ChoiceLog& choices) {
+  if (!context.cache) return std::nullopt;
+  std::optional<Config> config;
+  if (!context.replay.empty()) {
+    if (choices.fallback_of(family.name)) return std::nullopt;
+    const auto it = context.replay.find(family.name);
+    if (it != context.replay.end()) {
+      std::string why;
+      config = runnable_config(family, it->second.config, context, &why);
+      if (!config) return std::nullopt;
+    }
+  }
+  const cache::Key key = cache_key(*family.op, family.shape, context);
+  if (!config && choices.unstored(key)) return std::nullopt;  // a winner the cache could not take
+  if (!config) config = cached_config(family, context);
+  if (!config) return std::nullopt;
+  const auto m = context.cache->measurement(key, config->str());
+  if (!m || m->status != cache::Status::kOk || !m->p50_ns || *m->p50_ns <= 0) return std::nullopt;
+  return m->p50_ns;
+}
+
 // The replayed config, else the cached best config of the family's key, else the winner of a
 // sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
 // the op cannot run.

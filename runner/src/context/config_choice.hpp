@@ -27,6 +27,14 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
 /// cache::SqliteError when the cache cannot be read.
 std::optional<Config> cached_config(const Family& family, const RunContext& context, std::string* unusable = nullptr);
 
+/// The stored time of one run (p50, ns) of the config `family` will be timed with, where the
+/// run can tell it before timing: the cache's measurement of the replayed config (REPLAY_FROM),
+/// else of the cached best (cached_config). Nothing without a cache, for a key the cache cannot
+/// answer yet (it is tuned in the loop), for a replayed family falling back to live tuning, or
+/// for a config without an ok measurement. Throws cache::SqliteError when the cache cannot be
+/// read.
+std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext& context, const ChoiceLog& choices);
+
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the
 /// benchmark would time it, stored in the cache). `options` replaces context.tune when given.
 /// Throws std::runtime_error when no config runs (or CUDA left a sticky error), and, before

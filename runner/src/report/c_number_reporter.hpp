@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/c_numbers.hpp"
+#include "timing/iteration_sizing.hpp"
 
 namespace tunebench {
 
@@ -19,7 +20,8 @@ using RunObserver = std::function<void(const std::vector<benchmark::BenchmarkRep
 
 /// `Base` (a Google Benchmark reporter) that, before each report, makes the process's numeric
 /// locale "C" (use_c_numbers: Google Benchmark formats with the global locale and snprintf) and
-/// imbues its output and error streams with the classic numeric facets.
+/// imbues its output and error streams with the classic numeric facets. Runs are reported (and
+/// observed) under their names without an "/iterations:N" part (without_sized_iterations).
 template <class Base>
 class CNumbersReporter : public Base {
  public:
@@ -30,8 +32,9 @@ class CNumbersReporter : public Base {
   }
   void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
     settle();
-    if (observer_) observer_(runs);
-    Base::ReportRuns(runs);
+    const auto named = without_sized_iterations(runs);
+    if (observer_) observer_(named);
+    Base::ReportRuns(named);
   }
   void Finalize() override {
     settle();

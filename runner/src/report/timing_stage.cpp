@@ -13,16 +13,18 @@ std::vector<ContextEntry> timing_context(const TimingStageStats& stats) {
   return {{"tunebench_timing_seconds", c_number(stats.seconds)},
           {"tunebench_timing_kernel_seconds", c_number(stats.kernel_seconds())},
           {"tunebench_timing_busy_fraction", c_number(stats.busy())},
-          {"tunebench_timing_runs", std::to_string(static_cast<long long>(stats.runs()))}};
+          {"tunebench_timing_runs", std::to_string(static_cast<long long>(stats.runs()))},
+          {"tunebench_timing_sized_benchmarks", std::to_string(stats.sized_iterations.size())}};
 }
 
 std::string timing_summary(const TimingStageStats& stats) {
-  char line[320];
+  char line[400];
   std::snprintf(line, sizeof line,
                 "bench: timing: %.1f s kernel time in %.1f s (%.0f%% busy; %.1f s preparing workloads and choosing "
-                "configs), %zu %s, %.3g timed runs\n",
+                "configs), %zu %s (%zu with iteration counts sized from stored times), %.3g timed runs\n",
                 stats.kernel_seconds(), stats.seconds, 100 * stats.busy(), stats.prepare_seconds(),
-                stats.benchmarks.size(), stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks", stats.runs());
+                stats.benchmarks.size(), stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks",
+                stats.sized_iterations.size(), stats.runs());
   return line;
 }
 
@@ -35,12 +37,15 @@ void write_timing_stage(const std::filesystem::path& file, const TimingStageStat
   doc["prepare_seconds"] = stats.prepare_seconds();
   auto& list = doc["benchmarks"] = nlohmann::json::array();
   for (const auto& b : stats.benchmarks) {
+    const auto sized = stats.sized_iterations.find(b.name);
     list.push_back({{"name", b.name},
                     {"seconds", b.seconds},
                     {"prepare_seconds", b.prepare_seconds},
                     {"kernel_seconds", b.kernel_seconds},
                     {"busy_fraction", b.seconds > 0 ? b.kernel_seconds / b.seconds : 0},
-                    {"runs", b.runs}});
+                    {"runs", b.runs},
+                    {"sized_iterations",
+                     sized == stats.sized_iterations.end() ? nlohmann::json(nullptr) : nlohmann::json(sized->second)}});
   }
   write_file_atomically(file, doc.dump(2) + "\n");
 }

@@ -14,15 +14,18 @@ namespace tunebench {
 
 /// tunebench_timing_seconds (the stage's wall), tunebench_timing_kernel_seconds (the measured
 /// time of every timed run, iteration-count probes and repetitions included),
-/// tunebench_timing_busy_fraction (the second over the first) and tunebench_timing_runs.
+/// tunebench_timing_busy_fraction (the second over the first), tunebench_timing_runs and
+/// tunebench_timing_sized_benchmarks (benchmarks whose iteration count was sized up front).
 std::vector<ContextEntry> timing_context(const TimingStageStats& stats);
 
 /// "bench: timing: 93.1 s kernel time in 101.2 s (92% busy; 3.1 s preparing workloads and choosing
-/// configs), 120 benchmarks, 6.2e+06 timed runs\n".
+/// configs), 120 benchmarks (118 with iteration counts sized from stored times), 6.2e+06 timed
+/// runs\n".
 std::string timing_summary(const TimingStageStats& stats);
 
 /// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they
-/// ran, name, seconds, prepare_seconds, kernel_seconds, busy_fraction and runs. Throws std::runtime_error when it
+/// ran, name, seconds, prepare_seconds, kernel_seconds, busy_fraction, runs and sized_iterations
+/// (the count given up front, null where Google Benchmark probed). Throws std::runtime_error when it
 /// cannot be written.
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats);
 

@@ -132,20 +132,19 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
 
 }  // namespace
 void register_family(const Family& family, std::shared_ptr<const RunContext> context,
-                     std::shared_ptr<TimingLoopState> loop) {
-  benchmark::RegisterBenchmark(family.name.c_str(),
-                               [family, context, loop](benchmark::State& state) {
-                                 try {
-                                   run_timed(state, family, *context, *loop);
-                                 } catch (const std::exception& e) {
-                                   state.SkipWithError(e.what());
-                                 }
-                                 // The op's prepare() may have set the locale: Google Benchmark
-                                 // reports next.
-                                 use_c_numbers();
-                               })
-      ->UseManualTime()
-      ->Unit(family.op->time_unit());
+                     std::shared_ptr<TimingLoopState> loop, std::optional<benchmark::IterationCount> iterations) {
+  auto* b = benchmark::RegisterBenchmark(family.name.c_str(), [family, context, loop](benchmark::State& state) {
+    try {
+      run_timed(state, family, *context, *loop);
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+    }
+    // The op's prepare() may have set the locale: Google Benchmark
+    // reports next.
+    use_c_numbers();
+  });
+  b->UseManualTime()->Unit(family.op->time_unit());
+  if (iterations) b->Iterations(*iterations);
 }
 
 }  // namespace tunebench

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -69,7 +70,10 @@ struct TimingLoopState {
 /// a GPU, a sweep in which no config ran, or any exception from the op ends that benchmark with
 /// SkipWithError and a reason; an iteration time that is zero or not finite likewise. The body
 /// reads `context` and writes `loop` (shared by the benchmarks of a run, one at a time).
+/// `iterations`, when given, is the benchmark's explicit iteration count (Google Benchmark then
+/// runs no probe rounds; its run names carry "/iterations:N", which tunebench's reporters drop).
 void register_family(const Family& family, std::shared_ptr<const RunContext> context,
-                     std::shared_ptr<TimingLoopState> loop);
+                     std::shared_ptr<TimingLoopState> loop,
+                     std::optional<benchmark::IterationCount> iterations = std::nullopt);
 
 }  // namespace tunebench

@@ -39,6 +39,7 @@
 #include "sweep/mpi/mpi_executor.hpp"
 #include "sweep/mpi/mpi_session.hpp"
 #include "sweep/sweep_stage.hpp"
+#include "timing/iteration_sizing.hpp"
 
 namespace tunebench {
 namespace {
@@ -131,6 +132,29 @@ void sweep_stage(const Invocation& inv, const SweepPlan& plan, const std::vector
   }
 }
 
+// Registers the families Google Benchmark is to run. A listing registers every family and leaves
+// the selection to Google Benchmark's filter (the names it prints are its own); a run registers
+// the selected ones only, each with the iteration count its stored time sizes where the setting
+// asks for it (its instance name then carries "/iterations:N", which the user's filter was never
+// written against: time_stage hands Google Benchmark "^").
+void register_families(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
+                       const std::shared_ptr<const RunContext>& context, const std::shared_ptr<TimingLoopState>& loop) {
+  const bool sized = !inv.listing() && inv.settings().iterations == IterationSizing::kSized;
+  const double min_time = gbench_min_time();
+  for (const auto& family : families) {
+    if (!inv.listing() && !filter.selects(reported_name(family))) continue;
+    std::optional<benchmark::IterationCount> n;
+    if (sized && (!family.op->needs_gpu() || context->gpu_available)) {
+      if (const auto ns = stored_run_ns(family, *context, *loop->choices)) {
+        n = sized_iterations(min_time, static_cast<double>(*ns) * 1e-9);
+        loop->stats.sized_iterations[family.name] = *n;
+      }
+    }
+    register_family(family, context, loop, n);
+  }
+  benchmark::AddCustomContext("tunebench_iterations", to_string(inv.settings().iterations));
+}
+
 // Time and report: Google Benchmark's serial loop; the latency table joins the console format.
 // tunebench makes both reporters (display, and the --benchmark_out file's when there is one),
 // so that their numbers are written in the "C" form whatever locale an op has set.
@@ -159,7 +183,8 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
   // Google Benchmark opens the --benchmark_out file and points this reporter at it.
   const auto file =
       out_file.empty() ? nullptr : make_c_numbers_reporter(inv.out_format(), benchmark::ConsoleReporter::OO_None, tap);
-  return benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), filter.run_spec());
+  // register_families registered the selection only, under names the filter does not know.
+  return benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), "^");
 }
 
 // The figures of keys tuned inside the timing loop (the in-process executor), under the names the
@@ -321,7 +346,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (dir.claimed()) benchmark::AddCustomContext("tunebench_run_dir", absolute_text(dir.path()));
   if (!s.replay_from.empty()) benchmark::AddCustomContext("tunebench_replay_from", absolute_text(s.replay_from));
   const std::shared_ptr<const RunContext> frozen = context;
-  for (const auto& family : families) register_family(family, frozen, loop);
+  register_families(inv, families, filter, frozen, loop);
   BencherFile dashboard;
   const auto timing_started = std::chrono::steady_clock::now();
   const std::size_t matched = time_stage(inv, families, filter, dir, out_file, dashboard);

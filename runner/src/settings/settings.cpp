@@ -371,6 +371,19 @@ std::vector<SettingSpec> own_rows() {
                     s.timing_loop = *loop;
                   }));
   t.push_back(row("timing")
+                  .flag("--tunebench_iterations", flag_value(iteration_sizing_names()))
+                  .env("TUNEBENCH_ITERATIONS")
+                  .help("Google Benchmark's iteration count: given up front from the config's stored time (the "
+                        "count its probe rounds would reach, 1.4 x min_time of runs, without the rounds), or probed "
+                        "by Google Benchmark (1, 10, 100, ... iterations); benchmarks with no stored time are "
+                        "probed either way (docs/timing.md, \"Iteration counts\")")
+                  .default_text("`sized`")
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    const auto sizing = parse_iteration_sizing(v);
+                    if (!sizing) throw invalid_argument(what + "='" + v + "': expected " + iteration_sizing_choices());
+                    s.iterations = *sizing;
+                  }));
+  t.push_back(row("timing")
                   .flag("--tunebench_seed", "N")
                   .env("TUNEBENCH_SEED")
                   .help("seed of the random inputs")

@@ -54,8 +54,9 @@ struct Settings {
   SpaceKind space = SpaceKind::kDefault;  ///< USE_FLAGTUNE
   TimingMode timing = TimingMode::kKernel;
   bool cold_l2 = false;
-  TimingLoop timing_loop = TimingLoop::kGraph;  ///< TUNEBENCH_TIMING_LOOP
-  int warmup_gpus = 1;                          ///< PARALLEL_WARMUP_GPUS (1: off)
+  TimingLoop timing_loop = TimingLoop::kGraph;           ///< TUNEBENCH_TIMING_LOOP
+  IterationSizing iterations = IterationSizing::kSized;  ///< TUNEBENCH_ITERATIONS
+  int warmup_gpus = 1;                                   ///< PARALLEL_WARMUP_GPUS (1: off)
   IsolateSweep isolate_sweep = IsolateSweep::kAuto;
   /// TUNEBENCH_SWEEP: the sweep strategy's name, a row of sweep_strategy_table().
   std::string sweep = default_sweep_strategy();

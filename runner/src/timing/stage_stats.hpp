@@ -22,6 +22,9 @@ struct TimingStageStats {
   };
   std::vector<Benchmark> benchmarks;  ///< in the order they first ran
   double seconds = 0;                 ///< wall time of the stage (RunSpecifiedBenchmarks)
+  /// The iteration counts given up front (IterationSizing::kSized), by family name; a benchmark
+  /// not in it was probed by Google Benchmark.
+  std::unordered_map<std::string, long long> sized_iterations;
   /// Adds one call of benchmark `name`: `wall_s` of wall (`prepare_s` of it preparing), `measured_s`
   /// measured over `call_runs`.
   void add(const std::string& name, double wall_s, double prepare_s, double measured_s, double call_runs) {

@@ -61,4 +61,26 @@ std::optional<TimingLoop> parse_timing_loop(std::string_view name) {
 
 std::string timing_loop_choices() { return choices(timing_loop_names()); }
 
+const std::vector<IterationSizingName>& iteration_sizing_names() {
+  static const std::vector<IterationSizingName> names = {{IterationSizing::kSized, "sized"},
+                                                         {IterationSizing::kProbed, "probed"}};
+  return names;
+}
+
+const char* to_string(IterationSizing sizing) {
+  for (const auto& n : iteration_sizing_names()) {
+    if (n.sizing == sizing) return n.name;
+  }
+  return "unknown";
+}
+
+std::optional<IterationSizing> parse_iteration_sizing(std::string_view name) {
+  for (const auto& n : iteration_sizing_names()) {
+    if (name == n.name) return n.sizing;
+  }
+  return std::nullopt;
+}
+
+std::string iteration_sizing_choices() { return choices(iteration_sizing_names()); }
+
 }  // namespace tunebench

@@ -58,4 +58,31 @@ std::optional<TimingLoop> parse_timing_loop(std::string_view name);
 /// The accepted names joined for messages: "graph or eager".
 std::string timing_loop_choices();
 
+/// How many iterations Google Benchmark's loop gives a benchmark (docs/timing.md, "Iteration
+/// counts").
+enum class IterationSizing {
+  /// A benchmark whose config has a stored time (the cache's measurement of the config the run
+  /// will time) gets the count Google Benchmark's probe rounds would settle on, given up front
+  /// (sized_iterations): no probe rounds. Others are probed.
+  kSized,
+  /// Google Benchmark's own probe rounds (1, 10, 100, ... iterations until min_time is reached).
+  kProbed,
+};
+
+/// Every sizing with its name, the one table the flag parser and the JSON context read.
+struct IterationSizingName {
+  IterationSizing sizing;
+  const char* name;  ///< "sized", "probed"
+};
+const std::vector<IterationSizingName>& iteration_sizing_names();
+
+/// The name of `sizing` in iteration_sizing_names().
+const char* to_string(IterationSizing sizing);
+
+/// The sizing called `name`, or nothing for a name not in the table.
+std::optional<IterationSizing> parse_iteration_sizing(std::string_view name);
+
+/// The accepted names joined for messages: "sized or probed".
+std::string iteration_sizing_choices();
+
 }  // namespace tunebench

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# TUNEBENCH_ITERATIONS end to end with the CPU op (no GPU needed): a benchmark whose config has a
+# stored time gets its iteration count up front (no probe rounds: each repetition is one call),
+# under the names a probed run reports; a bad value is one line.
+set -euo pipefail
+build=${1:?usage: iteration_sizing_test.sh BUILD_DIR}
+bench=$build/bench/bench
+source "$(dirname "$0")/lib.sh"
+
+set +e
+TUNEBENCH_ITERATIONS=fixed "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ >"$work/bad.out" 2>"$work/bad.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "TUNEBENCH_ITERATIONS=fixed exited $rc"
+[ "$(wc -l <"$work/bad.err")" = 1 ] && grep -q "TUNEBENCH_ITERATIONS='fixed': expected sized or probed" "$work/bad.err" \
+  || fail "bad TUNEBENCH_ITERATIONS message: $(cat "$work/bad.err")"
+
+# A filter anchored on the reported name's end selects what it selects without sizing.
+filter='cpu_.*/manual_time$'
+run() {  # NAME [VAR=VALUE...]: one run of the tiny set into $work/NAME.json
+  local name=$1
+  shift
+  env "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 \
+    --benchmark_out="$work/$name.json" >"$work/$name.out" 2>"$work/$name.err" || fail "$name: $(cat "$work/$name.err")"
+}
+run cold                                   # empty cache: tuned in the loop, so probed
+run sized                                  # the cache answers every key
+run probed TUNEBENCH_ITERATIONS=probed
+"$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 --benchmark_repetitions=3 \
+  --benchmark_out="$work/reps.json" >/dev/null 2>"$work/reps.err" || fail "repetitions: $(cat "$work/reps.err")"
+grep -Eq '^bench: timing: .*, [0-9]+ benchmarks? \([0-9]+ with iteration counts sized from stored times\)' \
+  "$work/sized.err" || fail "no sized count in the timing line: $(cat "$work/sized.err")"
+
+python3 - "$work" <<'PY' || fail "iteration sizing"
+import json, os, sys
+work = sys.argv[1]
+
+def load(name):
+    doc = json.load(open(os.path.join(work, name + ".json")))
+    stage = json.load(open(os.path.join(doc["context"]["tunebench_run_dir"], "timing_stage.json")))
+    return doc, {b["name"]: b for b in stage["benchmarks"]}
+
+def names(doc):
+    return sorted({b["name"] for b in doc["benchmarks"] if b.get("run_type") == "iteration"})
+
+cold, cold_stage = load("cold")
+sized, sized_stage = load("sized")
+probed, probed_stage = load("probed")
+reps, reps_stage = load("reps")
+n = len(cold_stage)
+assert n >= 4, n
+assert cold["context"]["tunebench_timing_sized_benchmarks"] == "0", cold["context"]
+assert sized["context"]["tunebench_timing_sized_benchmarks"] == str(n), sized["context"]
+assert sized["context"]["tunebench_iterations"] == "sized"
+assert probed["context"]["tunebench_timing_sized_benchmarks"] == "0"
+assert probed["context"]["tunebench_iterations"] == "probed"
+# The same names whichever way the count was found: compare.py and dashboards pair them.
+for doc in (cold, sized, probed, reps):
+    assert names(doc) == names(cold), names(doc)
+    for b in doc["benchmarks"]:
+        assert "iterations:" not in b["name"] and "iterations:" not in b["run_name"], b["name"]
+for b in sized["benchmarks"]:
+    family = b["name"][: -len("/manual_time")]
+    stage = sized_stage[family]
+    # Sized: the count given up front, run in one call (the stage counts every call's runs).
+    assert stage["sized_iterations"] == b["iterations"], (family, stage, b["iterations"])
+    assert stage["runs"] == b["iterations"], (family, stage, b["iterations"])
+    # About 1.4 x min_time of runs, as Google Benchmark's own rounds would end (host times vary).
+    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+    assert 0.3 * 0.014 < b["iterations"] * b["real_time"] * unit < 4 * 0.014, (family, b)
+for b in probed["benchmarks"]:
+    family = b["name"][: -len("/manual_time")]
+    assert probed_stage[family]["sized_iterations"] is None
+    assert probed_stage[family]["runs"] > b["iterations"], (family, probed_stage[family], b)  # the probe rounds
+for family, stage in reps_stage.items():
+    assert stage["runs"] == 3 * stage["sized_iterations"], (family, stage)
+PY
+echo "iteration sizing: ok"
