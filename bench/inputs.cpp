@@ -26,11 +26,15 @@ std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint64_t seed) {
   return out;
 }
 
-mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed, std::uint8_t scale_lo,
-                           std::uint8_t scale_hi) {
+void check_random_mxfp4_args(std::int64_t rows, std::int64_t cols, std::uint8_t scale_lo, std::uint8_t scale_hi) {
   if (rows <= 0 || cols <= 0 || cols % mxfp4::kBlock != 0 || scale_lo > scale_hi || scale_hi == mxfp4::kScaleNaN) {
     throw std::invalid_argument("random_mxfp4: bad arguments " + std::to_string(rows) + " x " + std::to_string(cols));
   }
+}
+
+mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed, std::uint8_t scale_lo,
+                           std::uint8_t scale_hi) {
+  check_random_mxfp4_args(rows, cols, scale_lo, scale_hi);
   mxfp4::Matrix w{rows, cols, std::vector<std::uint8_t>(rows * cols / 2),
                   std::vector<std::uint8_t>(rows * cols / mxfp4::kBlock)};
   // Chunks of 1 MiB, each from its own generator seeded by (seed, chunk): the same bytes on

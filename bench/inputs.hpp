@@ -33,4 +33,8 @@ std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint64_t seed);
 mxfp4::Matrix random_mxfp4(std::int64_t rows, std::int64_t cols, std::uint64_t seed, std::uint8_t scale_lo,
                            std::uint8_t scale_hi);
 
+/// Throws std::invalid_argument, as random_mxfp4 does, unless rows > 0, cols a positive multiple
+/// of 32, scale_lo <= scale_hi and scale_hi not the NaN scale.
+void check_random_mxfp4_args(std::int64_t rows, std::int64_t cols, std::uint8_t scale_lo, std::uint8_t scale_hi);
+
 }  // namespace tunebench::bench

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "device_inputs.hpp"
 #include "gemm_cost.hpp"
 #include "inputs.hpp"
 #include "moe_routing.hpp"
@@ -49,8 +50,16 @@ std::shared_ptr<DeviceWeights> moe_weights(const Shape& s, std::uint64_t seed, s
   auto key = std::make_tuple(s.experts * s.n, s.k, seed, int(lo) << 8 | hi, device);
   auto& slot = g_weights[key];
   if (!slot) {
-    auto random = random_mxfp4(s.experts * s.n, s.k, seed + 1, lo, hi);
-    slot = upload_weights(PackedMxfp4{s.experts * s.n, s.k, std::move(random.codes), std::move(random.scales)});
+    // Made on the device: the bytes random_mxfp4 would make (as random in the packed layout as in
+    // the canonical one), without seconds of host time and a copy per geometry.
+    auto w = std::make_shared<DeviceWeights>();
+    w->rows = s.experts * s.n;
+    w->cols = s.k;
+    w->codes = DeviceBuffer(static_cast<std::size_t>(w->rows * w->cols / 2));
+    w->scales = DeviceBuffer(static_cast<std::size_t>(w->rows * w->cols / mxfp4::kBlock));
+    fill_random_mxfp4(w->codes.get(), w->scales.get(), w->rows, w->cols, seed + 1, lo, hi, nullptr);
+    TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    slot = std::move(w);
   }
   return slot;
 }

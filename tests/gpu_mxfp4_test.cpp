@@ -4,7 +4,10 @@
 #include <iostream>
 #include <memory>
 
+#include "device_inputs.hpp"
+#include "inputs.hpp"
 #include "mxfp4_gpu.hpp"
+#include "mxfp4_gpu_internal.hpp"
 #include "shape_dir.hpp"
 #include "tunebench/device.hpp"
 #include "tunebench/shape.hpp"
@@ -290,4 +293,24 @@ TEST_F(GpuMxfp4, FoldScaleIsCorrectAndBitIdentical) {
       }
     }
   }
+}
+
+// The MoE weights are made on the device: the same bytes random_mxfp4 makes on the host, over
+// several 1 MiB chunks of codes and scales and a partial last chunk.
+TEST_F(GpuMxfp4, DeviceRandomWeightsAreTheHostGeneratorsBytes) {
+  const std::int64_t rows = 2 * 1024 + 48, cols = 1024 + 512;  // 2.4 MiB of codes, 110 KiB of scales
+  for (const std::uint64_t seed : {1ull, 1235ull}) {
+    const auto host = tunebench::bench::random_mxfp4(rows, cols, seed, kScaleLo, kScaleHi);
+    tunebench::DeviceBuffer codes(host.codes.size()), scales(host.scales.size());
+    tunebench::bench::fill_random_mxfp4(codes.get(), scales.get(), rows, cols, seed, kScaleLo, kScaleHi,
+                                        stream_->get());
+    std::vector<std::uint8_t> got_codes(host.codes.size()), got_scales(host.scales.size());
+    ASSERT_EQ(cudaStreamSynchronize(stream_->get()), cudaSuccess);
+    codes.download(got_codes.data(), got_codes.size());
+    scales.download(got_scales.data(), got_scales.size());
+    EXPECT_TRUE(got_codes == host.codes) << "seed " << seed;
+    EXPECT_TRUE(got_scales == host.scales) << "seed " << seed;
+  }
+  EXPECT_THROW(tunebench::bench::fill_random_mxfp4(nullptr, nullptr, 1, 33, 1, kScaleLo, kScaleHi, stream_->get()),
+               std::invalid_argument);
 }

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_inputs.hpp"
 #include "hbm_read.hpp"
 #include "mxfp4_gpu.hpp"
 
@@ -100,6 +101,14 @@ TEST(NvrtcCompile, EveryHbmReadConfigCompilesForSm90) {
   }
   // One kernel per config (BLOCKS_PER_SM bounds its registers).
   EXPECT_EQ(keys.size(), read.config_space(tunebench::SpaceKind::kDefault).size());
+  fs::remove_all(dir);
+}
+
+TEST(NvrtcCompile, TheDeviceInputGeneratorCompilesForSm90) {
+  const auto dir = scratch("random_fill");
+  const KernelCompiler compiler(dir);
+  const auto r = tunebench::bench::compile_random_fill(compiler, "sm_90");
+  EXPECT_TRUE(r.ok && !r.cubin.empty()) << r.log;
   fs::remove_all(dir);
 }
 
