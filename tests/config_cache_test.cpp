@@ -862,6 +862,26 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
       {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, 4102444800),
        "\"updated_at\": 4102444800 is not a time up to now"},
   };
+  {
+    // A host op compiles nothing: a compile_failed row of one can only be forged.
+    const std::string cpu = config_of("cpu_mxfp4_gemm", 0);
+    nlohmann::json k = {{"op", "cpu_mxfp4_gemm"},    {"kernel_version", "k1"}, {"tuning_key", "M=1,N=256,K=512"},
+                        {"device_name", "some CPU"}, {"device_cc", ""},        {"toolkit", "host"},
+                        {"timing_mode", "host"}};
+    nlohmann::json m = {{"config", cpu},           {"status", "compile_failed"}, {"p20_ns", nullptr},
+                        {"p50_ns", nullptr},       {"p80_ns", nullptr},          {"error", "forged"},
+                        {"measured_at", now - 10}, {"device_uuid", ""},          {"host", "h"}};
+    nlohmann::json e = {{"key", k}, {"best", nullptr}, {"measurements", nlohmann::json::array({m})}};
+    std::ofstream(dir_ / "host_compile.json")
+        << nlohmann::json{{"tunebench_cache_schema", 3}, {"entries", nlohmann::json::array({e})}}.dump();
+    EXPECT_EQ(cli("import '" + (dir_ / "host_compile.json").string() + "'", &out), 2) << out;
+    EXPECT_NE(out.find("entries[0]: config '" + cpu +
+                       "' of op cpu_mxfp4_gemm: status compile_failed, but cpu_mxfp4_gemm is a host op, which "
+                       "compiles nothing (a forged row?); nothing imported\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
   for (const auto& [file, expected] : refused) {
     EXPECT_EQ(cli("import " + file, &out), 2) << expected;
     EXPECT_NE(out.find(expected), std::string::npos) << out;

@@ -129,6 +129,40 @@ expect 0 "" env TUNEBENCH_CACHE="$work/empty.sqlite" "$bench" "${quick[@]}"
 grep -q "^bench: config cache $work/empty.sqlite is an empty file: starting a new cache in it\$" "$work/err" \
   || fail "the empty-cache note: $(cat "$work/err")"
 
+# A key whose every fitting config failed in an earlier run (here: rows imported from elsewhere)
+# is not tuned again, since failures are not retried; the benchmark's error says so and names the
+# command that forgets them, after which the key is tuned. A host op compiles nothing, so an
+# import refuses its compile_failed rows (only a forged file has them) in one line naming the row.
+"$cache_cli" export "$work/tuned.json"
+/usr/bin/python3 - "$work/tuned.json" "$work" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["entries"] = [e for e in doc["entries"] if e["key"]["tuning_key"] == "M=1,N=256,K=512"]
+assert doc["entries"] and doc["entries"][0]["measurements"], doc
+for status in ("compile_failed", "launch_failed"):
+    for e in doc["entries"]:
+        e["best"] = None
+        for m in e["measurements"]:
+            m.update(status=status, p20_ns=None, p50_ns=None, p80_ns=None, error="failed elsewhere")
+    json.dump(doc, open(f"{sys.argv[2]}/{status}.json", "w"))
+PY
+"$cache_cli" evict cpu_mxfp4_gemm M=1,N=256,K=512 >/dev/null
+expect 2 "tunebench-cache: import $work/compile_failed.json: entries[0]: config 'BLOCK_N=" \
+  "$cache_cli" import "$work/compile_failed.json"
+grep -qF "of op cpu_mxfp4_gemm: status compile_failed, but cpu_mxfp4_gemm is a host op, which compiles nothing (a forged row?); nothing imported" \
+  "$work/err" || fail "compile_failed rows of a host op: $(cat "$work/err")"
+expect 0 "" "$cache_cli" import "$work/launch_failed.json"
+expect 0 "" "$bench" "${quick[@]}"
+grep -qF "ERROR OCCURRED: 'no config ran: " "$work/out" && grep -qF " configs that fit failed in an earlier run (launch_failed [" "$work/out" \
+  || fail "a key whose configs all failed earlier: $(cat "$work/out")"
+forget=$(sed -n "s/.*ERROR OCCURRED: .*; to forget the failures and tune the key again: tunebench-cache \(.*\)'\$/\1/p" "$work/out")
+[ "$forget" = "--cache=$work/cache.sqlite evict cpu_mxfp4_gemm M=1,N=256,K=512" ] \
+  || fail "the error does not name the eviction of the key: $(cat "$work/out")"
+# shellcheck disable=SC2086  # the command's words, as the error gives them
+expect 0 "" "$cache_cli" $forget
+expect 0 "" "$bench" "${quick[@]}"
+! grep -q "ERROR OCCURRED" "$work/out" || fail "the key was not tuned after its failures were evicted: $(cat "$work/out")"
+
 # Output that cannot be written: one line naming what failed, a non-zero status; an export target
 # that is no regular file is refused before anything is written (a FIFO never blocks it).
 if [ -w /dev/full ]; then

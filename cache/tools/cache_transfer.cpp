@@ -380,6 +380,10 @@ class Import {
                   m.contains("host") ? text(m, "host") : ""};
     const std::string what = "config '" + e(r.config) + "'";
     check_config(r.config);
+    if (r.status == Status::kCompileFailed && known_op_ && !check_.compiles_configs(key_->op)) {
+      throw std::invalid_argument(what + " of op " + e(key_->op) + ": status compile_failed, but " + e(key_->op) +
+                                  " is a host op, which compiles nothing (a forged row?)");
+    }
     for (const auto& t : {r.p20_ns, r.p50_ns, r.p80_ns}) {
       if (t && *t < 0) throw std::invalid_argument("negative time for " + what);
     }
