@@ -116,6 +116,8 @@ for inject in none evict-fails; do
     --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 --benchmark_out="$work/bad-$inject.json" \
     >"$work/bad.console" 2>"$work/bad.err" || fail "replay with a bad config failed: $(cat "$work/bad.err")"
   [ "$(grep -c "\[$marker\]" "$work/bad.err")" -eq 1 ] || fail "expected one $marker line: $(cat "$work/bad.err")"
+  grep -q "^bench: WARNING: 1 benchmark was not in $work/bad-run or failed there, and got its config as in a normal run" \
+    "$work/bad.err" || fail "the warning of one benchmark tuned live: $(cat "$work/bad.err")"
   ! grep -q 'ERROR OCCURRED' "$work/bad.console" || fail "the fallback did not run the benchmark"
   ! grep -q 'BLOCK_K=48' "$work/bad.console" || fail "the bad config came back"
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \
@@ -284,6 +286,10 @@ if [ "$no_gpu" = 1 ]; then
     2>"$work/gpu.err" || fail "GPU families without a GPU exited $?"
   [ "$(grep -c "selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')" "$work/gpu.err")" -eq 1 ] \
     || fail "expected one skip line: $(cat "$work/gpu.err")"
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter='^mxfp4_gemm/.*/M:1/N:256/' >/dev/null 2>"$work/gpu1.err" \
+    || fail "one GPU family without a GPU exited $?"
+  grep -q "no CUDA device (.*): 1 selected GPU benchmark cannot run and will be reported as an error (ERROR OCCURRED" \
+    "$work/gpu1.err" || fail "the skip line of one GPU benchmark: $(cat "$work/gpu1.err")"
   /usr/bin/python3 - "$work/gpu.json" <<'PY' || fail "skipped GPU entries"
 import json, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]

@@ -478,6 +478,8 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     ConfigCache merged(file_);
     EXPECT_EQ(merged.best(key())->config, c2);
   }
+  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c1, &out), 0);  // a measurement, not the best
+  EXPECT_NE(out.find("evicted 1 row\n"), std::string::npos) << out;
   std::ofstream(dir_ / "noschema.json") << R"({"entries": []})";
   EXPECT_EQ(cli("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
@@ -894,7 +896,7 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
   }
   // Another build's op is kept, unchecked, when asked; this build's ops are still checked.
   EXPECT_EQ(cli("import --keep-unknown-ops " + doc("other_op", "anything", "X=1", 1500, now - 5), &out), 0) << out;
-  EXPECT_NE(out.find("1 keys of ops this build lacks, kept unchecked"), std::string::npos) << out;
+  EXPECT_NE(out.find("imported 1 key; 1 key of ops this build lacks, kept unchecked\n"), std::string::npos) << out;
   EXPECT_EQ(
       cli("import --keep-unknown-ops " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5), &out), 2);
   EXPECT_EQ(cli("import " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5), &out), 0) << out;
@@ -1185,6 +1187,9 @@ TEST_F(ConfigCacheTest, CliImportKeepsEqualTimesAndNeverLeavesAFailedBest) {
                                 {{"config", c2}, {"p50_ns", 1200}, {"updated_at", now - 100}}),
                 &out),
             0)
+      << out;
+  EXPECT_NE(out.find("imported 1 key (kept the cache's 1 measurement and 1 best config as new as the file's or newer)"),
+            std::string::npos)
       << out;
   {
     ConfigCache cache(file_);

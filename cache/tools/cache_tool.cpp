@@ -167,7 +167,7 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
                 << (args.size() == 4 ? " config '" + e(args[3]) + "'" : std::string()) << "\n";
       return 1;
     }
-    std::cout << "evicted " << deleted << " rows\n";
+    std::cout << "evicted " << count_of(deleted, "row", "rows") << "\n";
     return 0;
   }
   if (cmd == "export") return export_cache(cache, args.size() == 2 ? std::filesystem::path(args[1]) : "");

@@ -518,13 +518,16 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
               << "); nothing imported\n";
     return 2;
   }
-  std::cout << "imported " << import.keys() << " keys";
+  std::cout << "imported " << count_of(static_cast<long long>(import.keys()), "key", "keys");
   if (import.kept_measurements() + import.kept_bests() > 0) {
-    std::cout << " (kept the cache's " << import.kept_measurements() << " measurements and " << import.kept_bests()
-              << " best configs as new as the file's or newer)";
+    std::cout << " (kept the cache's "
+              << count_of(static_cast<long long>(import.kept_measurements()), "measurement", "measurements") << " and "
+              << count_of(static_cast<long long>(import.kept_bests()), "best config", "best configs")
+              << " as new as the file's or newer)";
   }
   if (import.unknown_op_keys() > 0) {
-    std::cout << "; " << import.unknown_op_keys() << " keys of ops this build lacks, kept unchecked";
+    std::cout << "; " << count_of(static_cast<long long>(import.unknown_op_keys()), "key", "keys")
+              << " of ops this build lacks, kept unchecked";
   }
   std::cout << "\n";
   return 0;

@@ -69,7 +69,8 @@ bool store_outcome(const RunContext& context, const cache::Key& key, const std::
     return true;
   } catch (const cache::SqliteError& e) {
     if (!cache::is_busy(e.code())) throw;
-    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": " << results.size() << " measurement(s)"
+    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": "
+              << count_of(static_cast<long long>(results.size()), "measurement", "measurements")
               << (best ? " and the best config '" + best->config + "'" : std::string())
               << " not stored, kept for this run only (" << e.what() << ")\n";
     return false;

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "common/atomic_file.hpp"
+#include "common/plural.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "timing/op_timing.hpp"
 #include "tunebench/version.hpp"
@@ -109,9 +110,11 @@ void RunDir::finish(const RunContext& context, const RunRecord& record, const Ch
   dashboard.write(dir_);
   write_manifest(context, record, choices, inv, results, true);
   if (const auto live = tuned_live(context, record); !live.empty()) {
-    std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << inv.settings().replay_from.string()
-              << " or failed there, and got their configs as in a normal run: from the cache or tuned now"
-              << " (configs.json says which; manifest.json lists them)\n";
+    const bool one = live.size() == 1;
+    std::cerr << "bench: WARNING: " << count_of(static_cast<long long>(live.size()), "benchmark was", "benchmarks were")
+              << " not in " << inv.settings().replay_from.string() << " or failed there, and got "
+              << (one ? "its config" : "their configs") << " as in a normal run: from the cache or tuned now"
+              << " (configs.json says which; manifest.json lists " << (one ? "it" : "them") << ")\n";
   }
   std::cerr << "bench: run directory " << dir_.string() << "\n";
 }

@@ -64,9 +64,10 @@ BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>&
   }
   const BenchmarkFilter selected(benchmark::GetBenchmarkFilter());
   if (const auto n = selected_gpu_families(families, selected); n > 0 && !gpu.available() && !inv.listing()) {
-    notice +=
-        "bench: no CUDA device (" + gpu.reason + "): " + std::to_string(n) +
-        " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
+    notice += "bench: no CUDA device (" + gpu.reason + "): " +
+              count_of(static_cast<long long>(n), "selected GPU benchmark cannot", "selected GPU benchmarks cannot") +
+              " run and will be reported as " + (n == 1 ? "an error" : "errors") +
+              " (ERROR OCCURRED: 'no CUDA device: ...')\n";
   }
   return selected;
 }
