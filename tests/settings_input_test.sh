@@ -163,22 +163,40 @@ expect 0 "" "$cache_cli" $forget
 expect 0 "" "$bench" "${quick[@]}"
 ! grep -q "ERROR OCCURRED" "$work/out" || fail "the key was not tuned after its failures were evicted: $(cat "$work/out")"
 
-# Output that cannot be written: one line naming what failed, a non-zero status; an export target
-# that is no regular file is refused before anything is written (a FIFO never blocks it).
+# Output that cannot be written: one line naming what failed and why (the error of the write that
+# failed first, also when that was long before the end: output larger than the buffers), a
+# non-zero status; an export target that is no regular file is refused before anything is
+# written (a FIFO never blocks it). The large outputs: the listing of the shipped shape sets, and
+# a cache of 300 keys (another build's op, kept unchecked).
+/usr/bin/python3 - "$work/many.json" <<'PY'
+import json, sys, time
+now = int(time.time()) - 10
+entries = [{"key": {"op": "other_op", "kernel_version": "v1", "tuning_key": f"M={m},N=4096,K=4096",
+                    "device_name": "some CPU", "device_cc": "", "toolkit": "host", "timing_mode": "host"},
+            "best": {"config": "X=1", "p50_ns": 5000, "updated_at": now},
+            "measurements": [{"config": f"X={x}", "status": "ok", "p20_ns": 4000 + x, "p50_ns": 5000 + x,
+                              "p80_ns": 6000 + x, "error": "", "measured_at": now, "device_uuid": "", "host": "h"}
+                             for x in range(1, 4)]} for m in range(1, 301)]
+json.dump({"tunebench_cache_schema": 3, "entries": entries}, open(sys.argv[1], "w"))
+PY
+expect 0 "" "$cache_cli" --cache="$work/many.sqlite" import --keep-unknown-ops "$work/many.json"
 if [ -w /dev/full ]; then
-  set +e
-  "$bench" "${list[@]}" >/dev/full 2>"$work/err"; rc=$?
-  set -e
-  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
-    && grep -qx "bench: cannot write to stdout (No space left on device): the output is lost" "$work/err" \
-    || fail "bench --benchmark_list_tests >/dev/full: exit status $rc: $(cat "$work/err")"
-  for cmd in list export "show cpu_mxfp4_gemm M=1,N=256,K=512"; do
+  for shapes in "$tiny" "$here/../runs/shape"; do
+    set +e
+    "$bench" --tunebench_shapes="$shapes" --benchmark_list_tests >/dev/full 2>"$work/err"; rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+      && grep -qx "bench: cannot write to stdout (No space left on device): the output is lost" "$work/err" \
+      || fail "bench --tunebench_shapes=$shapes --benchmark_list_tests >/dev/full: exit status $rc: $(cat "$work/err")"
+  done
+  for cmd in list export "show cpu_mxfp4_gemm M=1,N=256,K=512" "--cache=$work/many.sqlite list" \
+    "--cache=$work/many.sqlite export"; do
     set +e
     # shellcheck disable=SC2086  # the command's words
     "$cache_cli" $cmd >/dev/full 2>"$work/err"; rc=$?
     set -e
     [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
-      && grep -qx "tunebench-cache: ${cmd%% *}: cannot write to stdout (No space left on device): the output is lost" \
+      && grep -qx "tunebench-cache: $(echo "${cmd#--cache=* }" | cut -d' ' -f1): cannot write to stdout (No space left on device): the output is lost" \
         "$work/err" || fail "tunebench-cache $cmd >/dev/full: exit status $rc: $(cat "$work/err")"
   done
   expect 2 "tunebench-cache: export /dev/full: a device, expected a regular file or a new file name" \
@@ -192,4 +210,14 @@ expect 2 "tunebench-cache: import $work/pipe: a FIFO (named pipe), expected a re
 expect 0 "" "$cache_cli" export "$work/export.json"
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["entries"]' "$work/export.json" \
   || fail "export to a new file"
+# A file that cannot grow (the file size limit: a full disk alike) fails the export halfway: the
+# error of that write is named, and the file there is left as it was.
+cp "$work/export.json" "$work/limited.json"
+set +e
+(ulimit -f 8 && trap '' XFSZ && exec "$cache_cli" --cache="$work/many.sqlite" export "$work/limited.json") 2>"$work/err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+  && grep -q "^tunebench-cache: export $work/limited.json: writing $work/limited.json.tmp.[0-9]* failed (File too large); the file there is left as it was\$" "$work/err" \
+  || fail "an export past the file size limit: exit status $rc: $(cat "$work/err")"
+cmp -s "$work/export.json" "$work/limited.json" || fail "a failed export changed the file there"
 echo "settings_input: all checks passed"

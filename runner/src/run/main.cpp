@@ -2,16 +2,15 @@
 // report, finish the run directory (docs/design.md).
 
 #include "tunebench/main.hpp"
+#include "tunebench/cache/write_error.hpp"
 #include "tunebench/nvrtc.hpp"
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -342,19 +341,11 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   return matched == 0 ? no_match(filter) : 0;
 }
 
-// Flushes stdout; "" when everything written to it got there, else why not.
-std::string stdout_failure() {
-  errno = 0;
-  std::cout.flush();
-  const bool flushed = std::fflush(stdout) == 0;
-  if (flushed && !std::ferror(stdout) && std::cout.good()) return "";
-  return errno != 0 ? std::strerror(errno) : "a write failed";
-}
-
 }  // namespace
 
 int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
                    const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  cache::WatchedStdout out;  // keeps why the first write to stdout failed, for the line below
   int status = 2;
   try {
     status = run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
@@ -364,7 +355,7 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   }
   // What Google Benchmark, the latency table and a listing wrote to stdout: a full disk or a
   // closed descriptor loses it silently unless looked for.
-  if (const std::string why = stdout_failure(); !why.empty()) {
+  if (const std::string why = out.flush_failure(); !why.empty()) {
     std::cerr << ("bench: cannot write to stdout (" + why + "): the output is lost\n");
     if (status == 0) status = 2;
   }
