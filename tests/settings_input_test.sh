@@ -114,6 +114,11 @@ for how in check run; do
   expect 2 "bench: --tunebench_runs='$work/a-file/sub': a regular file ($work/a-file), expected a folder" \
     "$bench" --tunebench_runs="$work/a-file/sub" "${args[@]}"
 done
+# A runs folder that cannot be made (under /proc even root's mkdir fails, where the check's
+# look at the folders above finds nothing wrong) is named by its setting in a run too.
+expect 2 "bench: TUNEBENCH_RUNS='/proc/nope': " env TUNEBENCH_RUNS=/proc/nope "$bench" "${quick[@]}"
+grep -q "expected a folder to make run directories in\$" "$work/err" || fail "TUNEBENCH_RUNS=/proc/nope: $(cat "$work/err")"
+expect 2 "bench: --tunebench_runs='/proc/nope': " "$bench" --tunebench_runs=/proc/nope "${quick[@]}"
 
 # A shape folder's *.yaml that is not a regular file is refused by name, not skipped.
 mkdir "$work/shapes" && mkfifo "$work/shapes/a.yaml"

@@ -45,14 +45,20 @@ std::vector<std::string> tuned_live(const RunContext& context, const RunRecord& 
 
 }  // namespace
 
-RunDir::RunDir(bool claim, const fs::path& runs) {
+RunDir::RunDir(bool claim, const Invocation& inv) {
   if (!claim) return;
+  const fs::path& runs = inv.settings().runs;
   std::error_code ec;
   for (auto p = fs::absolute(runs, ec); !ec && !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     made_roots_.push_back(p);
     if (p == p.parent_path()) break;
   }
-  dir_ = claim_run_dir(runs, std::time(nullptr));
+  try {
+    dir_ = claim_run_dir(runs, std::time(nullptr));
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(inv.runs_folder_name() + ": " + e.what() +
+                                ", expected a folder to make run directories in");
+  }
 }
 
 RunDir::~RunDir() {

@@ -265,7 +265,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (!leader && inv.listing()) return 0;
   const Settings& s = inv.settings();
   if ((inv.makes_run_dir() && leader) || inv.checking()) inv.check_runs_folder();
-  const RunDir dir(inv.makes_run_dir() && leader, s.runs);
+  const RunDir dir(inv.makes_run_dir() && leader, inv);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
   set_kernel_cache_dir(kernel_cache_dir(s.kernel_cache));  // before any op compiles
