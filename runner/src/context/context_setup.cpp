@@ -177,8 +177,7 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->host_name = host_cpu_name();
   if (gpu.available()) use_gpu(*c, ops, listing);
   if (for_what == ContextFor::kListing) return c;
-  const std::filesystem::path cache_file =
-      settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache;
+  const std::filesystem::path cache_file = config_cache_file(settings);
   c->cache = for_what == ContextFor::kRun ? std::make_shared<cache::ConfigCache>(cache_file)
                                           : open_cache_for_check(cache_file);
   if (c->cache) {

@@ -52,12 +52,18 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return fs::equivalent(a, b, ec) && !ec;
 }
 
+// Whether `file` is a worker's store: a parallel warmup's shard-N.sqlite, or the store of an MPI
+// rank's child, child-N.sqlite (one per child the rank started).
+bool worker_store(const fs::path& file) {
+  const std::string name = file.filename().string();
+  return (name.rfind("shard-", 0) == 0 || name.rfind("child-", 0) == 0) && file.extension() == ".sqlite";
+}
+
 // The finished keys of the folder's workers, merged into `into` in one transaction; their count.
 int merge_shards(const fs::path& dir, cache::ConfigCache& into) {
   std::vector<cache::ConfigCache::Entry> merged;
   for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("shard-", 0) != 0 || e.path().extension() != ".sqlite") continue;
+    if (!worker_store(e.path())) continue;
     cache::ConfigCache shard(e.path(), cache::ConfigCache::OnDamage::kThrow);
     for (auto& entry : shard.entries()) {
       if (entry.best) merged.push_back(std::move(entry));
