@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/plural.hpp"
+#include "context/context_setup.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "timing/op_timing.hpp"
 #include "tunebench/version.hpp"
@@ -97,7 +98,7 @@ void RunDir::write_manifest(const RunContext& context, const RunRecord& record, 
       {"device_uuid", context.gpu_available ? context.device.uuid : ""},
       {"cpu", context.host_name},
       {"host", host_name()},
-      {"timing_mode", timing_name({context.timing_mode, context.cold_l2})},
+      {"timing_mode", run_timing_name(context)},
       {"gpu_sm_clock_mhz_end", sm_clock_text(context)},
       {"cuda_toolkit", context.cuda_toolkit},
       {"tunebench_version", kVersion},

@@ -290,6 +290,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
                                     inv.checking()             ? ContextFor::kCheck
                                     : inv.listing() || !leader ? ContextFor::kListing  // a rank's child has the cache
                                                                : ContextFor::kRun);
+  context->times_gpu_ops = gpu.available() && selected_gpu_families(families, filter) > 0;
   process.cuda_s = ProcessClock::since(cuda_started);
   if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
   if (!inv.listing() && !inv.checking()) {
