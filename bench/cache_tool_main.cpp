@@ -79,6 +79,9 @@ class OpsImportCheck final : public tunebench::cache::ImportCheck {
     return known.count(config) ? "" : "not a config of its default or expanded space";
   }
 
+  // A GPU op may compile its configs (NVRTC); a host op runs them as they are.
+  bool compiles_configs(const std::string& name) const override { return find(name).needs_gpu(); }
+
  private:
   const tunebench::Op& find(const std::string& name) const {
     for (const auto& op : ops_) {

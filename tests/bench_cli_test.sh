@@ -69,10 +69,14 @@ for f in configs.json manifest.json; do [ -s "$record/$f" ] || fail "run directo
 OMP_NUM_THREADS=2 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 >/dev/null 2>&1
 latest=$(ls -d "$work"/runs/* | tail -1)
 [ -s "$latest/results.json" ] || fail "the JSON did not go to the run directory $latest"
-/usr/bin/python3 - "$latest/manifest.json" <<'PY' || fail "manifest.json lacks status complete or the results path"
+/usr/bin/python3 - "$latest/manifest.json" "$latest/results.json" <<'PY' || fail "manifest.json lacks status complete or the results path, or says another timing"
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert m["status"] == "complete" and m["results"].endswith("/results.json"), m
+# A run of host ops alone is host-timed, whatever --tunebench_timing says of GPU ops: the manifest
+# and the JSON context say so alike, as the host ops' cache keys do.
+assert m["timing_mode"] == "host", m["timing_mode"]
+assert json.load(open(sys.argv[2]))["context"]["timing_mode"] == "host", json.load(open(sys.argv[2]))["context"]
 import socket  # "host" is the machine's name, as the JSON context's tunebench_host; "cpu" its CPU model
 assert m["host"] == socket.gethostname() and m["cpu"] and m["cpu"] != m["host"], m
 # the CPU op's thread count is part of what a run was
@@ -116,6 +120,8 @@ for inject in none evict-fails; do
     --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 --benchmark_out="$work/bad-$inject.json" \
     >"$work/bad.console" 2>"$work/bad.err" || fail "replay with a bad config failed: $(cat "$work/bad.err")"
   [ "$(grep -c "\[$marker\]" "$work/bad.err")" -eq 1 ] || fail "expected one $marker line: $(cat "$work/bad.err")"
+  grep -q "^bench: WARNING: 1 benchmark was not in $work/bad-run or failed there, and got its config as in a normal run" \
+    "$work/bad.err" || fail "the warning of one benchmark tuned live: $(cat "$work/bad.err")"
   ! grep -q 'ERROR OCCURRED' "$work/bad.console" || fail "the fallback did not run the benchmark"
   ! grep -q 'BLOCK_K=48' "$work/bad.console" || fail "the bad config came back"
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \
@@ -171,21 +177,30 @@ mkdir -p "$work/twice-run"
   "$record/configs.json" "$work/twice-run/configs.json"
 set +e; REPLAY_FROM="$work/twice-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/twice.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'is recorded twice' "$work/twice.err" || fail "a record listing a benchmark twice: rc $rc $(cat "$work/twice.err")"
-# The replay dir's manifest.json is checked too: a run not "complete", another device or another
-# timing mode is refused naming the file and the field; another tunebench version or git
-# revision (an A/B across builds) and a dir without a manifest (an older bench) only warn.
+# The replay dir's manifest.json is checked too: a run not "complete", another device or (where
+# the run times GPU ops) another timing mode is refused naming the file and the field; another
+# tunebench version or git revision (an A/B across builds) and a dir without a manifest (an older
+# bench) only warn.
 edited_manifest() {  # DIR FIELD VALUE: a copy of the record run with one manifest field changed
   rm -rf "$1" && mkdir -p "$1" && cp "$record/configs.json" "$1/"
   /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m[sys.argv[3]]=sys.argv[4]; json.dump(m, open(sys.argv[2], "w"))' \
     "$record/manifest.json" "$1/manifest.json" "$2" "$3"
 }
-for field_value in "status=running" "device=NVIDIA H200" "timing_mode=event"; do
+for field_value in "status=running" "device=NVIDIA H200"; do
   field=${field_value%%=*}
   edited_manifest "$work/edited-run" "$field" "${field_value#*=}"
   set +e; REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
     --benchmark_min_time=0.01 >/dev/null 2>"$work/edited.err"; rc=$?; set -e
   [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/edited.err")" -eq 1 ] && grep -q "edited-run/manifest.json: $field " "$work/edited.err" \
     || fail "a replay dir whose manifest has $field_value was not refused: rc $rc $(cat "$work/edited.err")"
+done
+# A host op is host-timed whatever the recorded run's GPU timing was (an older bench recorded
+# the GPU setting, `kernel` by default, on a run of host ops alone): a run of host ops replays it.
+for timing in event kernel; do
+  edited_manifest "$work/edited-run" timing_mode "$timing"
+  REPLAY_FROM="$work/edited-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    --benchmark_min_time=0.01 >/dev/null 2>"$work/edited.err" || fail "a host-op replay of timing_mode $timing failed: $(cat "$work/edited.err")"
+  grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a host-op replay of timing_mode $timing did not replay"
 done
 for field in tunebench_version tunebench_git_revision; do
   edited_manifest "$work/edited-run" "$field" "0.0.0-elsewhere"
@@ -284,6 +299,10 @@ if [ "$no_gpu" = 1 ]; then
     2>"$work/gpu.err" || fail "GPU families without a GPU exited $?"
   [ "$(grep -c "selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')" "$work/gpu.err")" -eq 1 ] \
     || fail "expected one skip line: $(cat "$work/gpu.err")"
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter='^mxfp4_gemm/.*/M:1/N:256/' >/dev/null 2>"$work/gpu1.err" \
+    || fail "one GPU family without a GPU exited $?"
+  grep -q "no CUDA device (.*): 1 selected GPU benchmark cannot run and will be reported as an error (ERROR OCCURRED" \
+    "$work/gpu1.err" || fail "the skip line of one GPU benchmark: $(cat "$work/gpu1.err")"
   /usr/bin/python3 - "$work/gpu.json" <<'PY' || fail "skipped GPU entries"
 import json, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]

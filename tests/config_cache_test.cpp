@@ -478,6 +478,8 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     ConfigCache merged(file_);
     EXPECT_EQ(merged.best(key())->config, c2);
   }
+  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c1, &out), 0);  // a measurement, not the best
+  EXPECT_NE(out.find("evicted 1 row\n"), std::string::npos) << out;
   std::ofstream(dir_ / "noschema.json") << R"({"entries": []})";
   EXPECT_EQ(cli("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
@@ -862,6 +864,26 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
       {doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, 4102444800),
        "\"updated_at\": 4102444800 is not a time up to now"},
   };
+  {
+    // A host op compiles nothing: a compile_failed row of one can only be forged.
+    const std::string cpu = config_of("cpu_mxfp4_gemm", 0);
+    nlohmann::json k = {{"op", "cpu_mxfp4_gemm"},    {"kernel_version", "k1"}, {"tuning_key", "M=1,N=256,K=512"},
+                        {"device_name", "some CPU"}, {"device_cc", ""},        {"toolkit", "host"},
+                        {"timing_mode", "host"}};
+    nlohmann::json m = {{"config", cpu},           {"status", "compile_failed"}, {"p20_ns", nullptr},
+                        {"p50_ns", nullptr},       {"p80_ns", nullptr},          {"error", "forged"},
+                        {"measured_at", now - 10}, {"device_uuid", ""},          {"host", "h"}};
+    nlohmann::json e = {{"key", k}, {"best", nullptr}, {"measurements", nlohmann::json::array({m})}};
+    std::ofstream(dir_ / "host_compile.json")
+        << nlohmann::json{{"tunebench_cache_schema", 3}, {"entries", nlohmann::json::array({e})}}.dump();
+    EXPECT_EQ(cli("import '" + (dir_ / "host_compile.json").string() + "'", &out), 2) << out;
+    EXPECT_NE(out.find("entries[0]: config '" + cpu +
+                       "' of op cpu_mxfp4_gemm: status compile_failed, but cpu_mxfp4_gemm is a host op, which "
+                       "compiles nothing (a forged row?); nothing imported\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
   for (const auto& [file, expected] : refused) {
     EXPECT_EQ(cli("import " + file, &out), 2) << expected;
     EXPECT_NE(out.find(expected), std::string::npos) << out;
@@ -874,7 +896,7 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
   }
   // Another build's op is kept, unchecked, when asked; this build's ops are still checked.
   EXPECT_EQ(cli("import --keep-unknown-ops " + doc("other_op", "anything", "X=1", 1500, now - 5), &out), 0) << out;
-  EXPECT_NE(out.find("1 keys of ops this build lacks, kept unchecked"), std::string::npos) << out;
+  EXPECT_NE(out.find("imported 1 key; 1 key of ops this build lacks, kept unchecked\n"), std::string::npos) << out;
   EXPECT_EQ(
       cli("import --keep-unknown-ops " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", "BLOCK_Q=7", 1500, now - 5), &out), 2);
   EXPECT_EQ(cli("import " + doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5), &out), 0) << out;
@@ -1165,6 +1187,9 @@ TEST_F(ConfigCacheTest, CliImportKeepsEqualTimesAndNeverLeavesAFailedBest) {
                                 {{"config", c2}, {"p50_ns", 1200}, {"updated_at", now - 100}}),
                 &out),
             0)
+      << out;
+  EXPECT_NE(out.find("imported 1 key (kept the cache's 1 measurement and 1 best config as new as the file's or newer)"),
+            std::string::npos)
       << out;
   {
     ConfigCache cache(file_);

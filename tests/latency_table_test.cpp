@@ -1,5 +1,5 @@
 // The latency table on synthetic runs: the baseline's p50 and the speedup in an op's row, and a
-// benchmark whose SM clock fell inside its timing loop flagged and counted.
+// benchmark whose SM clock fell inside its timing loop flagged and counted, in the singular for one.
 
 #include <gtest/gtest.h>
 
@@ -113,4 +113,24 @@ TEST(BaselineSpeedup, TheJsonEntryOfAnOpCarriesItsSpeedupOverTheBaseline) {
   EXPECT_FALSE(b[2].contains("baseline_speedup"));  // a cv is no time
   EXPECT_FALSE(b[3].contains("baseline_speedup"));  // its baseline failed
   EXPECT_FALSE(b[4].contains("baseline_speedup"));  // the baseline has none of its own
+}
+
+// Counts of one read in the singular: a shape left out of the trace-weighted total, a throttled
+// benchmark of one measured.
+TEST(LatencyTable, CountsOfOneAreSingular) {
+  const tunebench::OpList ops = {op("one_op")};
+  tunebench::Shape counted = shape(1);
+  counted.calls = 10;
+  const auto families = tunebench::make_families(ops, {tunebench::ShapeSet{"set", "", {}, {counted, shape(8)}}});
+  tunebench::LatencyTableReporter table(families, "", benchmark::ConsoleReporter::OO_None);
+  std::ostringstream sink;
+  table.SetOutputStream(&sink);
+  table.ReportRuns({run("one_op/set/M:1/N:64/K:64/manual_time", 2.0)});
+  table.ReportRuns({run("one_op/set/M:8/N:64/K:64/manual_time", 3.0)});
+  EXPECT_NE(table.markdown().find("; 1 shape without counts or failed left out)"), std::string::npos)
+      << table.markdown();
+  tunebench::LatencyTableReporter hot(families, "", benchmark::ConsoleReporter::OO_None);
+  hot.SetOutputStream(&sink);
+  hot.ReportRuns({run("one_op/set/M:1/N:64/K:64/manual_time", 2.0, 1980, 1410)});
+  EXPECT_NE(hot.markdown().find("1 of 1 benchmark saw the SM clock fall"), std::string::npos) << hot.markdown();
 }

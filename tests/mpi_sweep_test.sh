@@ -69,8 +69,18 @@ TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128 TUNEBENCH_CACHE=$work/
 pid=$!
 for _ in $(seq 100); do grep -q "tunebench-shard: CUDA_VISIBLE_DEVICES" "$work/int.err" && break; sleep 0.2; done
 sleep 1
+# Each rank's scratch folder names the cache its child's keys go to, so that a run after a
+# SIGKILL merges what the child finished (tests/shared_cache_test.sh, part 6). Checked after the
+# SIGINT below, so that a failure leaves no process.
+owners=("$TMPDIR"/tunebench-mpi-*/owner)
+bad_owner=""
+[[ -e ${owners[0]} ]] || bad_owner="no MPI scratch folder under $TMPDIR mid-sweep"
+for o in "${owners[@]}"; do
+  [[ -e $o ]] && ! grep -qx "cache=$work/int.sqlite" "$o" && bad_owner="$o does not name the cache its keys go to: $(cat "$o")"
+done
 kill -INT $pid
 wait $pid
+[[ -z $bad_owner ]] || fail "$bad_owner"
 sleep 1
 left=$(pgrep -f -- "--tunebench_runs=$work/runs" | wc -l)
 [[ $left == 0 ]] || fail "$left processes left after SIGINT to mpirun: $(pgrep -af -- "--tunebench_runs=$work/runs")"

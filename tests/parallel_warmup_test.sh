@@ -72,7 +72,7 @@ rm -f "$work/flag.sqlite"
 env PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 "$bench" \
   --tunebench_cache="$work/flag.sqlite" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
   >/dev/null 2>"$work/flag.err" || fail "warmup with --tunebench_cache failed"
-grep -q 'WARNING: 1 keys got different winners' "$work/flag.err" || fail "shards wrote into the --tunebench_cache file: $(cat "$work/flag.err")"
+grep -q 'WARNING: 1 key got different winners' "$work/flag.err" || fail "shards wrote into the --tunebench_cache file: $(cat "$work/flag.err")"
 
 # A second run finds every key in the cache: nothing to shard.
 env TUNEBENCH_CACHE="$work/tokens.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" \
@@ -159,7 +159,7 @@ fi
 run disagree PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 TUNEBENCH_FAULT_INJECT=disagree-shard=1 \
   || fail "disagreement run: $(cat "$work/disagree.err")"
 [ "$(context disagree parallel_warmup_disagreements)" = 1 ] || fail "disagreement not counted: $(cat "$work/disagree.err")"
-grep -q 'WARNING: 1 keys got different winners on two shards' "$work/disagree.err" || fail "no disagreement warning"
+grep -q 'WARNING: 1 key got different winners on two shards' "$work/disagree.err" || fail "no disagreement warning"
 ! grep -q 're-timing the' "$work/disagree.err" || fail "re-timing the finalists failed: $(cat "$work/disagree.err")"
 # The doubled keys' finalists (both shards') were re-timed by bench itself: the stored best obeys
 # the tie rule among them (the earliest in the op's config order within 1% of the fastest), and

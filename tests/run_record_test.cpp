@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "context/context_setup.hpp"
 #include "context/run_record.hpp"
 
 namespace fs = std::filesystem;
@@ -33,4 +34,41 @@ TEST(RunRecord, TwoRunsInOneSecondGetTheirOwnDirectories) {
   std::ofstream(b / "configs.json") << "{\"tunebench_run_record\": 7, \"configs\": []}";
   EXPECT_THROW(tunebench::RunRecord::read(b), tunebench::ReplayError);
   fs::remove_all(root);
+}
+
+// REPLAY_FROM's timing: a run that times GPU ops refuses a record timed otherwise (`host`, a run
+// of host ops alone, included); a run of host ops alone replays any record, since its ops are
+// host-timed whatever the recorded run's GPU timing was.
+TEST(Replay, TheRecordedTimingIsCheckedWhereTheRunTimesGpuOps) {
+  const auto dir = fs::temp_directory_path() / ("tunebench_replay_timing_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "configs.json") << R"({"tunebench_run_record": 1, "configs": []})";
+  const auto manifest = [&](const std::string& timing) {
+    std::ofstream(dir / "manifest.json") << R"({"status": "complete", "device": "Some GPU", "timing_mode": ")" << timing
+                                         << "\"}";
+  };
+  tunebench::RunContext gpu_run;
+  gpu_run.gpu_available = true;
+  gpu_run.device.name = "Some GPU";
+  gpu_run.timing_mode = tunebench::TimingMode::kKernel;
+  gpu_run.times_gpu_ops = true;
+  tunebench::RunContext host_run = gpu_run;
+  host_run.times_gpu_ops = false;
+  EXPECT_EQ(tunebench::run_timing_name(gpu_run), "kernel");
+  EXPECT_EQ(tunebench::run_timing_name(host_run), "host");
+  for (const std::string timing : {"event", "host"}) {
+    manifest(timing);
+    try {
+      tunebench::load_replay(dir, {}, gpu_run);
+      ADD_FAILURE() << "a record timed " << timing << " was replayed by a kernel-timed run";
+    } catch (const tunebench::ReplayError& e) {
+      EXPECT_NE(std::string(e.what()).find("timing_mode '" + timing + "', this run's is 'kernel'"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_NO_THROW(tunebench::load_replay(dir, {}, host_run)) << timing;
+  }
+  manifest("kernel");
+  EXPECT_NO_THROW(tunebench::load_replay(dir, {}, gpu_run));
+  fs::remove_all(dir);
 }

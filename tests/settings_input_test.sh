@@ -114,6 +114,11 @@ for how in check run; do
   expect 2 "bench: --tunebench_runs='$work/a-file/sub': a regular file ($work/a-file), expected a folder" \
     "$bench" --tunebench_runs="$work/a-file/sub" "${args[@]}"
 done
+# A runs folder that cannot be made (under /proc even root's mkdir fails, where the check's
+# look at the folders above finds nothing wrong) is named by its setting in a run too.
+expect 2 "bench: TUNEBENCH_RUNS='/proc/nope': " env TUNEBENCH_RUNS=/proc/nope "$bench" "${quick[@]}"
+grep -q "expected a folder to make run directories in\$" "$work/err" || fail "TUNEBENCH_RUNS=/proc/nope: $(cat "$work/err")"
+expect 2 "bench: --tunebench_runs='/proc/nope': " "$bench" --tunebench_runs=/proc/nope "${quick[@]}"
 
 # A shape folder's *.yaml that is not a regular file is refused by name, not skipped.
 mkdir "$work/shapes" && mkfifo "$work/shapes/a.yaml"
@@ -129,22 +134,74 @@ expect 0 "" env TUNEBENCH_CACHE="$work/empty.sqlite" "$bench" "${quick[@]}"
 grep -q "^bench: config cache $work/empty.sqlite is an empty file: starting a new cache in it\$" "$work/err" \
   || fail "the empty-cache note: $(cat "$work/err")"
 
-# Output that cannot be written: one line naming what failed, a non-zero status; an export target
-# that is no regular file is refused before anything is written (a FIFO never blocks it).
+# A key whose every fitting config failed in an earlier run (here: rows imported from elsewhere)
+# is not tuned again, since failures are not retried; the benchmark's error says so and names the
+# command that forgets them, after which the key is tuned. A host op compiles nothing, so an
+# import refuses its compile_failed rows (only a forged file has them) in one line naming the row.
+"$cache_cli" export "$work/tuned.json"
+/usr/bin/python3 - "$work/tuned.json" "$work" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["entries"] = [e for e in doc["entries"] if e["key"]["tuning_key"] == "M=1,N=256,K=512"]
+assert doc["entries"] and doc["entries"][0]["measurements"], doc
+for status in ("compile_failed", "launch_failed"):
+    for e in doc["entries"]:
+        e["best"] = None
+        for m in e["measurements"]:
+            m.update(status=status, p20_ns=None, p50_ns=None, p80_ns=None, error="failed elsewhere")
+    json.dump(doc, open(f"{sys.argv[2]}/{status}.json", "w"))
+PY
+"$cache_cli" evict cpu_mxfp4_gemm M=1,N=256,K=512 >/dev/null
+expect 2 "tunebench-cache: import $work/compile_failed.json: entries[0]: config 'BLOCK_N=" \
+  "$cache_cli" import "$work/compile_failed.json"
+grep -qF "of op cpu_mxfp4_gemm: status compile_failed, but cpu_mxfp4_gemm is a host op, which compiles nothing (a forged row?); nothing imported" \
+  "$work/err" || fail "compile_failed rows of a host op: $(cat "$work/err")"
+expect 0 "" "$cache_cli" import "$work/launch_failed.json"
+expect 0 "" "$bench" "${quick[@]}"
+grep -qF "ERROR OCCURRED: 'no config ran: " "$work/out" && grep -qF " configs that fit failed in an earlier run (launch_failed [" "$work/out" \
+  || fail "a key whose configs all failed earlier: $(cat "$work/out")"
+forget=$(sed -n "s/.*ERROR OCCURRED: .*; to forget the failures and tune the key again: tunebench-cache \(.*\)'\$/\1/p" "$work/out")
+[ "$forget" = "--cache=$work/cache.sqlite evict cpu_mxfp4_gemm M=1,N=256,K=512" ] \
+  || fail "the error does not name the eviction of the key: $(cat "$work/out")"
+# shellcheck disable=SC2086  # the command's words, as the error gives them
+expect 0 "" "$cache_cli" $forget
+expect 0 "" "$bench" "${quick[@]}"
+! grep -q "ERROR OCCURRED" "$work/out" || fail "the key was not tuned after its failures were evicted: $(cat "$work/out")"
+
+# Output that cannot be written: one line naming what failed and why (the error of the write that
+# failed first, also when that was long before the end: output larger than the buffers), a
+# non-zero status; an export target that is no regular file is refused before anything is
+# written (a FIFO never blocks it). The large outputs: the listing of the shipped shape sets, and
+# a cache of 300 keys (another build's op, kept unchecked).
+/usr/bin/python3 - "$work/many.json" <<'PY'
+import json, sys, time
+now = int(time.time()) - 10
+entries = [{"key": {"op": "other_op", "kernel_version": "v1", "tuning_key": f"M={m},N=4096,K=4096",
+                    "device_name": "some CPU", "device_cc": "", "toolkit": "host", "timing_mode": "host"},
+            "best": {"config": "X=1", "p50_ns": 5000, "updated_at": now},
+            "measurements": [{"config": f"X={x}", "status": "ok", "p20_ns": 4000 + x, "p50_ns": 5000 + x,
+                              "p80_ns": 6000 + x, "error": "", "measured_at": now, "device_uuid": "", "host": "h"}
+                             for x in range(1, 4)]} for m in range(1, 301)]
+json.dump({"tunebench_cache_schema": 3, "entries": entries}, open(sys.argv[1], "w"))
+PY
+expect 0 "" "$cache_cli" --cache="$work/many.sqlite" import --keep-unknown-ops "$work/many.json"
 if [ -w /dev/full ]; then
-  set +e
-  "$bench" "${list[@]}" >/dev/full 2>"$work/err"; rc=$?
-  set -e
-  [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
-    && grep -qx "bench: cannot write to stdout (No space left on device): the output is lost" "$work/err" \
-    || fail "bench --benchmark_list_tests >/dev/full: exit status $rc: $(cat "$work/err")"
-  for cmd in list export "show cpu_mxfp4_gemm M=1,N=256,K=512"; do
+  for shapes in "$tiny" "$here/../runs/shape"; do
+    set +e
+    "$bench" --tunebench_shapes="$shapes" --benchmark_list_tests >/dev/full 2>"$work/err"; rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+      && grep -qx "bench: cannot write to stdout (No space left on device): the output is lost" "$work/err" \
+      || fail "bench --tunebench_shapes=$shapes --benchmark_list_tests >/dev/full: exit status $rc: $(cat "$work/err")"
+  done
+  for cmd in list export "show cpu_mxfp4_gemm M=1,N=256,K=512" "--cache=$work/many.sqlite list" \
+    "--cache=$work/many.sqlite export"; do
     set +e
     # shellcheck disable=SC2086  # the command's words
     "$cache_cli" $cmd >/dev/full 2>"$work/err"; rc=$?
     set -e
     [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
-      && grep -qx "tunebench-cache: ${cmd%% *}: cannot write to stdout (No space left on device): the output is lost" \
+      && grep -qx "tunebench-cache: $(echo "${cmd#--cache=* }" | cut -d' ' -f1): cannot write to stdout (No space left on device): the output is lost" \
         "$work/err" || fail "tunebench-cache $cmd >/dev/full: exit status $rc: $(cat "$work/err")"
   done
   expect 2 "tunebench-cache: export /dev/full: a device, expected a regular file or a new file name" \
@@ -158,4 +215,14 @@ expect 2 "tunebench-cache: import $work/pipe: a FIFO (named pipe), expected a re
 expect 0 "" "$cache_cli" export "$work/export.json"
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["entries"]' "$work/export.json" \
   || fail "export to a new file"
+# A file that cannot grow (the file size limit: a full disk alike) fails the export halfway: the
+# error of that write is named, and the file there is left as it was.
+cp "$work/export.json" "$work/limited.json"
+set +e
+(ulimit -f 8 && trap '' XFSZ && exec "$cache_cli" --cache="$work/many.sqlite" export "$work/limited.json") 2>"$work/err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+  && grep -q "^tunebench-cache: export $work/limited.json: writing $work/limited.json.tmp.[0-9]* failed (File too large); the file there is left as it was\$" "$work/err" \
+  || fail "an export past the file size limit: exit status $rc: $(cat "$work/err")"
+cmp -s "$work/export.json" "$work/limited.json" || fail "a failed export changed the file there"
 echo "settings_input: all checks passed"

@@ -58,13 +58,13 @@ shape_file "$work/limit.yaml" limit 100000
 "$bench" --benchmark_list_tests --tunebench_shapes="$work/limit.yaml" | tail -1 | grep -qx 'bf16_moe/limit/M:100000/N:4096/K:4096/E:256/topk:6/manual_time' \
   || fail "100000 shapes (the limit) were not listed"
 shape_file "$work/over.yaml" over 100001
-expect_refused "100001 shapes" "$work/over.yaml" "over.yaml: shapes (line 6): 100001 entries x 1 gemms = 100001 shapes, more than a run takes (100000)"
+expect_refused "100001 shapes" "$work/over.yaml" "over.yaml: shapes (line 6): 100001 entries x 1 gemm = 100001 shapes, more than a run takes (100000)"
 shape_file "$work/over2.yaml" over2 50001 2
 expect_refused "50001 entries of 2 gemms" "$work/over2.yaml" "over2.yaml: shapes (line 7): 50001 entries x 2 gemms = 100002 shapes, more than a run takes (100000)"
 mkdir "$work/folder"
 shape_file "$work/folder/a.yaml" a 60000
 shape_file "$work/folder/b.yaml" b 40001
-expect_refused "two files over the limit together" "$work/folder" "b.yaml: shapes (line 6): 40001 entries x 1 gemms = 40001 shapes (100001 with the files before it), more than a run takes (100000)"
+expect_refused "two files over the limit together" "$work/folder" "b.yaml: shapes (line 6): 40001 entries x 1 gemm = 40001 shapes (100001 with the files before it), more than a run takes (100000)"
 # A trace far beyond it (the 50 MB one) is refused before it is parsed.
 truncate -s 50M "$work/trace.yaml"
 expect_refused "a 50 MB shape file" "$work/trace.yaml" "trace.yaml: 52428800 bytes, larger than a shape file may be (8388608 bytes; a run takes at most 100000 shapes)"

@@ -119,9 +119,11 @@ start next 'cpu_' "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; next=$
 wait "$next" || fail "the run after the SIGKILL failed: $(cat "$work/next.err")"
 [ "$(grep -c 'removed 1 scratch folder of sweeps whose bench is gone (killed) under' "$work/next.err")" -eq 1 ] \
   || fail "no one line about the dead run's scratch folder: $(cat "$work/next.err")"
+grep -Eq "under $TMPDIR; ([0-9]+ finished keys? from them merged into the dead run's own cache $work/shared.sqlite|no finished key from them merged)\$" \
+  "$work/next.err" || fail "the line about the dead run's scratch folder does not name its cache: $(cat "$work/next.err")"
 grep -q "from pid $killed on .*: its process is gone" "$work/next.err" || fail "the dead run's leases were not taken over: $(cat "$work/next.err")"
 [ -z "$(ls -A "$TMPDIR")" ] || fail "the dead run's scratch folder is still there: $(ls -A "$TMPDIR")"
-merged=$(sed -n 's/.*; \([0-9]*\) finished keys\{0,1\} from them merged into the cache.*/\1/p' "$work/next.err")
+merged=$(sed -n "s|.*; \([0-9]*\) finished keys\{0,1\} from them merged into the dead run's own cache $work/shared.sqlite\$|\1|p" "$work/next.err")
 left=$(sed -n 's/.*parallel warmup: \([0-9]*\) keys\{0,1\} on 2 shards.*/\1/p' "$work/next.err")
 [ -n "$left" ] && [ "$left" -le $((18 - cached)) ] || fail "the next run swept $left keys, $cached of 18 were cached: $(cat "$work/next.err")"
 sed -n 's/.*tunebench-shard: tuned cpu_mxfp4_gemm\/dsv4f_decode_tp4\/M:\([0-9]*\)\/N:\([0-9]*\)\/K:\([0-9]*\)\/.*/M=\1,N=\2,K=\3/p' \
@@ -129,4 +131,28 @@ sed -n 's/.*tunebench-shard: tuned cpu_mxfp4_gemm\/dsv4f_decode_tp4\/M:\([0-9]*\
 [ -z "$(comm -12 "$work/before.keys" "$work/again.keys")" ] || fail "keys finished before the SIGKILL were tuned again: $(comm -12 "$work/before.keys" "$work/again.keys")"
 [ "$(grep -c manual_time "$work/next.out")" -eq 18 ] && ! grep -q 'ERROR OCCURRED' "$work/next.out" || fail "the next run: $(cat "$work/next.out")"
 echo "SIGKILL: $finished sweeps finished, $cached keys in the cache, ${merged:-0} merged from the scratch folder, $left swept again"
+
+# 6. A SIGKILLed MPI sweep leaves a tunebench-mpi-* scratch folder per rank, with its child's
+# store (child-N.sqlite) of the keys it finished. Fabricated here as a killed rank leaves it: an
+# owner file naming a process that is gone and the cache its keys go to, and a store holding a
+# tuned key. The next run merges the key into that cache (as a parallel warmup's shard-N.sqlite),
+# removes the folder, and does not tune the key again.
+rm -f "$work/shared.sqlite"
+one='cpu_.*/M:1/N:256/'
+TUNEBENCH_CACHE="$work/child.sqlite" TUNEBENCH_RUNS="$work/child-runs" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter="$one" --benchmark_min_time=0.01 >/dev/null 2>&1 || fail "the run that makes the child's store failed"
+sh -c 'exit 0' & gone=$!
+wait "$gone"
+dead=$TMPDIR/tunebench-mpi-dead01
+mkdir "$dead"
+for f in "$work"/child.sqlite*; do mv "$f" "$dead/child-0${f#"$work"/child}"; done
+mkfifo "$dead/child-0.keys"
+printf 'pid=%s\nstarted=1\ninstance=%s/%s\nhost=%s\ncache=%s\n' "$gone" "$(cat /proc/sys/kernel/random/boot_id)" \
+  "$(readlink /proc/self/ns/pid)" "$(hostname)" "$work/shared.sqlite" >"$dead/owner"
+start mpi-next "$one" "$tiny"
+wait "$pid" || fail "the run after a dead MPI sweep failed: $(cat "$work/mpi-next.err")"
+grep -qx "bench: removed 1 scratch folder of sweeps whose bench is gone (killed) under $TMPDIR; 1 finished key from them merged into the dead run's own cache $work/shared.sqlite" \
+  "$work/mpi-next.err" || fail "no one line naming the dead run's own cache: $(cat "$work/mpi-next.err")"
+[ ! -e "$dead" ] || fail "the dead MPI sweep's scratch folder is still there: $(ls -A "$dead")"
+[ "$(sources mpi-next)" = "cache=1" ] || fail "the key a dead MPI rank's child finished was tuned again: $(sources mpi-next)"
 echo "shared_cache: all checks passed"

@@ -13,10 +13,7 @@
 #include "cache_tool.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -24,6 +21,7 @@
 #include <vector>
 
 #include "cache_text.hpp"
+#include "tunebench/cache/write_error.hpp"
 
 namespace tunebench::cache {
 namespace {
@@ -167,7 +165,7 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
                 << (args.size() == 4 ? " config '" + e(args[3]) + "'" : std::string()) << "\n";
       return 1;
     }
-    std::cout << "evicted " << deleted << " rows\n";
+    std::cout << "evicted " << count_of(deleted, "row", "rows") << "\n";
     return 0;
   }
   if (cmd == "export") return export_cache(cache, args.size() == 2 ? std::filesystem::path(args[1]) : "");
@@ -177,6 +175,7 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
 }  // namespace
 
 int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& check) {
+  WatchedStdout out;  // keeps why the first write to stdout failed, for the line below
   int status = 2;
   try {
     status = run(args, check);
@@ -185,10 +184,7 @@ int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& chec
   }
   // list, show, export and --help print to stdout: a full disk or a closed descriptor would
   // lose their output without a word.
-  errno = 0;
-  std::cout.flush();
-  const bool flushed = std::fflush(stdout) == 0;
-  if (!flushed || std::ferror(stdout) || !std::cout.good()) {
+  if (const std::string why = out.flush_failure(); !why.empty()) {
     std::string cmd;  // the command whose output it was
     for (const auto& a : args) {
       if (a.rfind("--cache=", 0) != 0) {
@@ -196,8 +192,7 @@ int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& chec
         break;
       }
     }
-    std::cerr << "tunebench-cache: " << cmd << "cannot write to stdout ("
-              << (errno ? std::strerror(errno) : "a write failed") << "): the output is lost\n";
+    std::cerr << "tunebench-cache: " << cmd << "cannot write to stdout (" << why << "): the output is lost\n";
     status = 2;
   }
   return status;

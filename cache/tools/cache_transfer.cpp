@@ -19,6 +19,7 @@
 
 #include "cache_text.hpp"
 #include "cache_tool.hpp"
+#include "tunebench/cache/write_error.hpp"
 
 namespace tunebench::cache {
 namespace {
@@ -99,8 +100,15 @@ std::vector<std::pair<const char*, const std::string*>> key_fields(const Key& k)
           {"timing_mode", &k.timing_mode}};
 }
 
+// Thrown by write_export when `out` failed: the rest would be lost too. Whoever made `out` knows
+// why (its FirstWriteError).
+class WriteFailed : public std::runtime_error {
+ public:
+  WriteFailed() : std::runtime_error("a write failed") {}
+};
+
 // Writes the export to `out`: one line per key, best and measurement; throws std::runtime_error
-// naming the row it could not write.
+// naming the row it could not write, and WriteFailed as soon as `out` fails.
 void write_export(ConfigCache& cache, std::ostream& out) {
   out << "{\n  \"tunebench_cache_schema\": " << kExportSchema << ",\n  \"entries\": [";
   std::size_t index = 0;
@@ -122,6 +130,7 @@ void write_export(ConfigCache& cache, std::ostream& out) {
       first = false;
     });
     out << (first ? "]\n    }" : "\n      ]\n    }");
+    if (!out) throw WriteFailed();  // a full disk: stop reading rows nobody can write
   });
   out << (index ? "\n  ]\n}\n" : "]\n}\n");
 }
@@ -132,6 +141,8 @@ int export_cache(ConfigCache& cache, const fs::path& target) {
   if (target.empty()) {
     try {
       write_export(cache, std::cout);
+    } catch (const WriteFailed&) {
+      return 2;  // run_cache_tool says why, as for any command's stdout
     } catch (const std::exception& ex) {
       std::cerr << "tunebench-cache: export: " << ex.what() << " (the rows before it are already on stdout)\n";
       return 2;
@@ -163,19 +174,28 @@ int export_cache(ConfigCache& cache, const fs::path& target) {
     return 2;
   };
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail("cannot create " + e(tmp.string()));
+    std::ofstream disk(tmp, std::ios::binary | std::ios::trunc);
+    if (!disk) return fail("cannot create " + e(tmp.string()));
+    FirstWriteError watch(disk.rdbuf());  // the error of the write that failed, named below
+    std::ostream out(&watch);
     try {
       write_export(cache, out);
+    } catch (const WriteFailed&) {
+      // named below
     } catch (const std::exception& ex) {
       return fail(ex.what());
     }
-    errno = 0;
     out.flush();
-    out.close();  // a full disk may only show when the last buffer goes out
-    if (!out)
-      return fail("writing " + e(tmp.string()) + " failed" +
-                  (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+    errno = 0;
+    disk.close();  // a full disk may only show when the last buffer goes out
+    const int close_errno = errno;
+    if (watch.failed() || !out || !disk) {
+      return fail("writing " + e(tmp.string()) + " failed (" +
+                  (watch.failed() ? watch.why()
+                   : close_errno  ? std::string(std::strerror(close_errno))
+                                  : std::string("a write failed")) +
+                  ")");
+    }
   }
   if (exists) fs::permissions(tmp, fs::status(file, ec).permissions(), ec);
   fs::rename(tmp, file, ec);
@@ -380,6 +400,10 @@ class Import {
                   m.contains("host") ? text(m, "host") : ""};
     const std::string what = "config '" + e(r.config) + "'";
     check_config(r.config);
+    if (r.status == Status::kCompileFailed && known_op_ && !check_.compiles_configs(key_->op)) {
+      throw std::invalid_argument(what + " of op " + e(key_->op) + ": status compile_failed, but " + e(key_->op) +
+                                  " is a host op, which compiles nothing (a forged row?)");
+    }
     for (const auto& t : {r.p20_ns, r.p50_ns, r.p80_ns}) {
       if (t && *t < 0) throw std::invalid_argument("negative time for " + what);
     }
@@ -514,13 +538,16 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
               << "); nothing imported\n";
     return 2;
   }
-  std::cout << "imported " << import.keys() << " keys";
+  std::cout << "imported " << count_of(static_cast<long long>(import.keys()), "key", "keys");
   if (import.kept_measurements() + import.kept_bests() > 0) {
-    std::cout << " (kept the cache's " << import.kept_measurements() << " measurements and " << import.kept_bests()
-              << " best configs as new as the file's or newer)";
+    std::cout << " (kept the cache's "
+              << count_of(static_cast<long long>(import.kept_measurements()), "measurement", "measurements") << " and "
+              << count_of(static_cast<long long>(import.kept_bests()), "best config", "best configs")
+              << " as new as the file's or newer)";
   }
   if (import.unknown_op_keys() > 0) {
-    std::cout << "; " << import.unknown_op_keys() << " keys of ops this build lacks, kept unchecked";
+    std::cout << "; " << count_of(static_cast<long long>(import.unknown_op_keys()), "key", "keys")
+              << " of ops this build lacks, kept unchecked";
   }
   std::cout << "\n";
   return 0;

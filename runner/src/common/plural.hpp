@@ -1,13 +1,12 @@
 #pragma once
 // Counts in messages: "1 key", "2 keys".
 
-#include <string>
+#include "tunebench/cache/text.hpp"
 
 namespace tunebench {
 
-/// `n` and the noun, singular when n is 1: count_of(1, "key", "keys") is "1 key".
-inline std::string count_of(long long n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
+/// cache::count_of (tunebench/cache/text.hpp): `n` and the noun, singular when n is 1. One rule
+/// for bench's messages and the cache tool's output, kept in cache/, the lowest of the two.
+using cache::count_of;
 
 }  // namespace tunebench

@@ -3,7 +3,9 @@
 #include "context/config_choice.hpp"
 
 #include "common/one_line.hpp"
+#include "common/plural.hpp"
 #include "context/key_lease.hpp"
+#include "settings/invocation.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -67,11 +69,53 @@ bool store_outcome(const RunContext& context, const cache::Key& key, const std::
     return true;
   } catch (const cache::SqliteError& e) {
     if (!cache::is_busy(e.code())) throw;
-    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": " << results.size() << " measurement(s)"
+    std::cerr << "bench: WARNING: " << key.op << " " << key.tuning_key << ": "
+              << count_of(static_cast<long long>(results.size()), "measurement", "measurements")
               << (best ? " and the best config '" + best->config + "'" : std::string())
               << " not stored, kept for this run only (" << e.what() << ")\n";
     return false;
   }
+}
+
+// `text` as one word of a POSIX shell command: as it is when it holds only characters no shell
+// reads specially, else single-quoted.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_+-=,.:/@%") == std::string::npos;
+  if (plain) return text;
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Why a key whose every fitting config failed in an earlier run is not tuned, and what to do.
+// Failures are kept per key (kernel version, device, toolkit, timing) and never retried, which
+// is right for a config that cannot compile or crashes; but a key whose every config failed (a
+// toolkit bug, rows imported from elsewhere) stays untunable until its failures are forgotten,
+// so the message names the command that forgets them.
+std::string earlier_failures_text(const TuneOutcome& outcome, const std::vector<cache::Measurement>& known,
+                                  const cache::Key& key, const RunContext& context) {
+  std::string text =
+      count_of(outcome.reused_failures, "config that fits", "configs that fit") + " failed in an earlier run";
+  for (const auto& m : known) {
+    if (m.status != cache::Status::kOk) {
+      text += " (" + std::string(cache::to_string(m.status)) + " [" + escape_controls(m.config) + "]" +
+              (m.error.empty() ? std::string() : ": " + escape_controls(m.error)) +
+              (outcome.reused_failures > 1 ? ", ..." : "") + ")";
+      break;
+    }
+  }
+  text += " and " + std::string(outcome.reused_failures == 1 ? "is" : "are") +
+          " not retried under the same kernel version, device and toolkit";
+  if (outcome.rejected > 0) text += "; " + std::to_string(outcome.rejected) + " rejected by can_implement";
+  if (context.cache) {
+    // Escaped too: a path with a newline would break the one-line message.
+    text += "; to forget the failures and tune the key again: tunebench-cache --cache=" +
+            escape_controls(shell_word(absolute_text(context.cache->path()))) + " evict " + shell_word(key.op) + " " +
+            shell_word(key.tuning_key);
+  }
+  return text;
 }
 
 }  // namespace
@@ -201,9 +245,10 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
         break;
       }
     }
-    if (outcome.results.empty()) {
-      why += " (" + std::to_string(outcome.rejected) + " rejected by can_implement, " +
-             std::to_string(outcome.reused_failures) + " failed in an earlier run)";
+    if (outcome.results.empty() && outcome.reused_failures == 0) {
+      why += " (" + std::to_string(outcome.rejected) + " rejected by can_implement)";
+    } else if (outcome.results.empty()) {
+      why += ": " + earlier_failures_text(outcome, known, key, context);
     }
     throw std::runtime_error(why);
   }

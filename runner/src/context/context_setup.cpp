@@ -105,8 +105,11 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
     const bool both_none = recorded->rfind("none (", 0) == 0 && !context.gpu_available;
     if (*recorded != device && !both_none) refuse("device", *recorded, device, "a replay must run on the same device");
   }
-  const std::string timing = timing_name({context.timing_mode, context.cold_l2});
-  if (const auto recorded = field("timing_mode"); recorded && *recorded != timing) {
+  // A run of host ops alone times them on the host, as the recorded run did whatever its GPU
+  // timing was (an older bench recorded the GPU setting on such a run): only a run that times
+  // GPU ops must match.
+  const std::string timing = run_timing_name(context);
+  if (const auto recorded = field("timing_mode"); recorded && *recorded != timing && context.times_gpu_ops) {
     refuse("timing_mode", *recorded, timing, "a replay must time as the recorded run did");
   }
   for (const auto& [name, here] : {std::pair<const char*, std::string>{"tunebench_version", kVersion},
@@ -177,8 +180,7 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->host_name = host_cpu_name();
   if (gpu.available()) use_gpu(*c, ops, listing);
   if (for_what == ContextFor::kListing) return c;
-  const std::filesystem::path cache_file =
-      settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache;
+  const std::filesystem::path cache_file = config_cache_file(settings);
   c->cache = for_what == ContextFor::kRun ? std::make_shared<cache::ConfigCache>(cache_file)
                                           : open_cache_for_check(cache_file);
   if (c->cache) {
@@ -189,6 +191,10 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
     c->cache->set_lease_policy(leases);
   }
   return c;
+}
+
+std::string run_timing_name(const RunContext& context) {
+  return context.times_gpu_ops ? timing_name({context.timing_mode, context.cold_l2}) : "host";
 }
 
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context) {

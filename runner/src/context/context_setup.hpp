@@ -34,12 +34,18 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
 /// read-only itself.
 bool cache_read_only_for_a_run(const std::filesystem::path& path);
 
+/// How the run's benchmarks are timed, as the manifest and the JSON context record it:
+/// timing_name of context.timing_mode and cold_l2 when it times GPU ops (context.times_gpu_ops),
+/// else "host", the name the host ops' cache keys give their timing.
+std::string run_timing_name(const RunContext& context);
+
 /// REPLAY_FROM: reads `dir`'s configs.json into context.replay. Throws ReplayError when a config
 /// was recorded with another kernel version or on another device (a replay must run the same
 /// kernels on the same device), `dir` is missing or not a folder (naming `dir`), its
 /// configs.json or manifest.json is not a regular file (a FIFO is never waited on), or the
 /// directory is not a run record; and when its manifest.json
-/// says the run did not complete, or names another device or timing mode. Warns (one line on
+/// says the run did not complete, or names another device, or (when this run times GPU ops)
+/// another timing mode: a run of host ops alone times them on the host whatever the record's. Warns (one line on
 /// stderr) of another tunebench version or git revision, and of a missing manifest.json.
 void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext& context);
 

@@ -38,6 +38,10 @@ struct RunContext {
   TimingMode timing_mode = TimingMode::kKernel;
   /// Flush L2 before every timed run (TimingOptions::cold_l2); part of the cache key's timing.
   bool cold_l2 = false;
+  /// The run selects a GPU op and has a device to time it on. False: every benchmark it runs is
+  /// a host op, host-timed whatever timing_mode says, and the run's timing is "host"
+  /// (run_timing_name).
+  bool times_gpu_ops = false;
   /// How Google Benchmark's loop launches GPU runs (TimingOptions::loop); not part of any key.
   TimingLoop timing_loop = TimingLoop::kGraph;
   /// REPLAY_FROM: the recorded config of each benchmark name. A benchmark found here runs

@@ -18,7 +18,7 @@ using json = nlohmann::json;
 fs::path claim_run_dir(const fs::path& root, std::time_t now) {
   std::error_code ec;
   fs::create_directories(root, ec);
-  if (ec) throw std::runtime_error("run directory root " + root.string() + ": " + ec.message());
+  if (ec) throw std::runtime_error("cannot make " + root.string() + " (" + ec.message() + ")");
   std::tm tm{};
   localtime_r(&now, &tm);
   char stamp[32];
@@ -27,7 +27,9 @@ fs::path claim_run_dir(const fs::path& root, std::time_t now) {
     const fs::path dir = root / (i == 1 ? std::string(stamp) : std::string(stamp) + "-" + std::to_string(i));
     // mkdir either creates the folder or fails with EEXIST: no two runs can both succeed.
     if (::mkdir(dir.c_str(), 0777) == 0) return dir;
-    if (errno != EEXIST) throw std::runtime_error("run directory " + dir.string() + ": " + std::strerror(errno));
+    if (errno != EEXIST) {
+      throw std::runtime_error("cannot make the run directory " + dir.string() + " (" + std::strerror(errno) + ")");
+    }
   }
   throw std::runtime_error("run directory: every name under " + root.string() + " for " + stamp + " is taken");
 }

@@ -16,7 +16,8 @@ namespace tunebench {
 
 /// Creates a fresh folder root/YYYYmmdd-HHMMSS (local time of `now`) with an atomic mkdir,
 /// retreating to -2, -3, ... when another run took the name, so two runs started in the same
-/// second never share one. Creates `root` if needed. Throws std::runtime_error naming the path.
+/// second never share one. Creates `root` if needed. Throws std::runtime_error naming the path
+/// and the system's reason ("cannot make PATH (No such file or directory)").
 std::filesystem::path claim_run_dir(const std::filesystem::path& root, std::time_t now);
 
 /// How a benchmark got its config.

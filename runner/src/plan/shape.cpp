@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/one_line.hpp"
+#include "common/plural.hpp"
 #include "common/regular_file.hpp"
 
 namespace tunebench {
@@ -221,8 +222,9 @@ void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_
   if (earlier + count > kMaxShapes) {
     shapes_at.fail(
         shapes_node,
-        std::to_string(shapes_node.size()) + " entries x " + std::to_string(set.gemms.size()) +
-            " gemms = " + std::to_string(count) + " shapes" +
+        count_of(static_cast<long long>(shapes_node.size()), "entry", "entries") + " x " +
+            count_of(static_cast<long long>(set.gemms.size()), "gemm", "gemms") + " = " +
+            count_of(count, "shape", "shapes") +
             (earlier > 0 ? " (" + std::to_string(earlier + count) + " with the files before it)" : std::string()) +
             ", more than a run takes (" + std::to_string(kMaxShapes) + "): keep the trace's most called shapes");
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "context/context_setup.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "settings/invocation.hpp"
 #include "timing/cupti_timer.hpp"
@@ -23,7 +24,6 @@ void add_gpu_context(const RunContext& c, const OpList& ops) {
   benchmark::AddCustomContext("gpu_compute_capability",
                               std::to_string(c.device.cc_major) + "." + std::to_string(c.device.cc_minor));
   benchmark::AddCustomContext("gpu_sm_count", std::to_string(c.device.sm_count));
-  benchmark::AddCustomContext("timing_mode", timing_name({c.timing_mode, c.cold_l2}));
   benchmark::AddCustomContext("tunebench_timing_loop",
                               to_string(uses_cupti(c.timing_mode) ? c.timing_loop : TimingLoop::kEager));
   const SmClock clock = read_sm_clock(0);
@@ -75,6 +75,7 @@ void add_run_context(const RunContext& context, const Settings& settings, const 
   benchmark::AddCustomContext("tunebench_seed", std::to_string(settings.seed));
   benchmark::AddCustomContext("tunebench_host", this_host());
   benchmark::AddCustomContext("cuda_devices", gpu.available() ? std::to_string(gpu.count) : "0 (" + gpu.reason + ")");
+  benchmark::AddCustomContext("timing_mode", run_timing_name(context));
   if (gpu.available()) add_gpu_context(context, ops);
   if (benchmark_library_is_debug()) benchmark::AddCustomContext("tunebench_library_build_note", kLibraryBuildNote);
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/c_numbers.hpp"
+#include "common/plural.hpp"
 
 namespace tunebench {
 namespace {
@@ -176,14 +177,17 @@ std::string LatencyTableReporter::markdown() const {
     for (const auto& [op, w] : weighted) {
       out += "\nTrace-weighted total of " + op + ": " + fmt(w.first, "%.6g") + " " + w.second +
              " (sum of calls x p50 over the shapes with call counts";
-      if (uncounted[op]) out += "; " + std::to_string(uncounted[op]) + " shapes without counts or failed left out";
+      if (uncounted[op])
+        out += "; " + count_of(uncounted[op], "shape", "shapes") + " without counts or failed left out";
       out += ")\n";
     }
   }
   if (throttled > 0) {
-    out += "\n" + std::to_string(throttled) + " of " + std::to_string(measured) +
-           " benchmarks saw the SM clock fall by more than 5% inside a timing loop (their status gives the start "
-           "and end clock): the card throttled, and their times are of a slower clock\n";
+    out += "\n" + std::to_string(throttled) + " of " + count_of(measured, "benchmark", "benchmarks") +
+           " saw the SM clock fall by more than 5% inside a timing loop (" +
+           (throttled == 1 ? "its status gives the start and end clock): the card throttled, and its time is"
+                           : "their status gives the start and end clock): the card throttled, and their times are") +
+           " of a slower clock\n";
   }
   return out;
 }

@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "common/atomic_file.hpp"
+#include "common/plural.hpp"
+#include "context/context_setup.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "timing/op_timing.hpp"
 #include "tunebench/version.hpp"
@@ -44,14 +46,20 @@ std::vector<std::string> tuned_live(const RunContext& context, const RunRecord& 
 
 }  // namespace
 
-RunDir::RunDir(bool claim, const fs::path& runs) {
+RunDir::RunDir(bool claim, const Invocation& inv) {
   if (!claim) return;
+  const fs::path& runs = inv.settings().runs;
   std::error_code ec;
   for (auto p = fs::absolute(runs, ec); !ec && !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     made_roots_.push_back(p);
     if (p == p.parent_path()) break;
   }
-  dir_ = claim_run_dir(runs, std::time(nullptr));
+  try {
+    dir_ = claim_run_dir(runs, std::time(nullptr));
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(inv.runs_folder_name() + ": " + e.what() +
+                                ", expected a folder to make run directories in");
+  }
 }
 
 RunDir::~RunDir() {
@@ -90,7 +98,7 @@ void RunDir::write_manifest(const RunContext& context, const RunRecord& record, 
       {"device_uuid", context.gpu_available ? context.device.uuid : ""},
       {"cpu", context.host_name},
       {"host", host_name()},
-      {"timing_mode", timing_name({context.timing_mode, context.cold_l2})},
+      {"timing_mode", run_timing_name(context)},
       {"gpu_sm_clock_mhz_end", sm_clock_text(context)},
       {"cuda_toolkit", context.cuda_toolkit},
       {"tunebench_version", kVersion},
@@ -109,9 +117,11 @@ void RunDir::finish(const RunContext& context, const RunRecord& record, const Ch
   dashboard.write(dir_);
   write_manifest(context, record, choices, inv, results, true);
   if (const auto live = tuned_live(context, record); !live.empty()) {
-    std::cerr << "bench: WARNING: " << live.size() << " benchmarks were not in " << inv.settings().replay_from.string()
-              << " or failed there, and got their configs as in a normal run: from the cache or tuned now"
-              << " (configs.json says which; manifest.json lists them)\n";
+    const bool one = live.size() == 1;
+    std::cerr << "bench: WARNING: " << count_of(static_cast<long long>(live.size()), "benchmark was", "benchmarks were")
+              << " not in " << inv.settings().replay_from.string() << " or failed there, and got "
+              << (one ? "its config" : "their configs") << " as in a normal run: from the cache or tuned now"
+              << " (configs.json says which; manifest.json lists " << (one ? "it" : "them") << ")\n";
   }
   std::cerr << "bench: run directory " << dir_.string() << "\n";
 }

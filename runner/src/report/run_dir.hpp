@@ -21,8 +21,10 @@ namespace tunebench {
 /// runs folder it made for it (checked when this is destroyed during stack unwinding, or empty).
 class RunDir {
  public:
-  /// Throws std::runtime_error naming the path when the folder cannot be made.
-  RunDir(bool claim, const std::filesystem::path& runs);
+  /// Claims one under inv.settings().runs when `claim`. Throws std::invalid_argument naming the
+  /// runs folder's setting (Invocation::runs_folder_name), the path and the system's reason when
+  /// the folder cannot be made (what check_runs_folder cannot foresee: /proc refuses even root).
+  RunDir(bool claim, const Invocation& inv);
   ~RunDir();
   RunDir(const RunDir&) = delete;
   RunDir& operator=(const RunDir&) = delete;

@@ -2,16 +2,15 @@
 // report, finish the run directory (docs/design.md).
 
 #include "tunebench/main.hpp"
+#include "tunebench/cache/write_error.hpp"
 #include "tunebench/nvrtc.hpp"
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -65,9 +64,10 @@ BenchmarkFilter plan_selection(const Invocation& inv, const std::vector<Family>&
   }
   const BenchmarkFilter selected(benchmark::GetBenchmarkFilter());
   if (const auto n = selected_gpu_families(families, selected); n > 0 && !gpu.available() && !inv.listing()) {
-    notice +=
-        "bench: no CUDA device (" + gpu.reason + "): " + std::to_string(n) +
-        " selected GPU benchmarks cannot run and will be reported as errors (ERROR OCCURRED: 'no CUDA device: ...')\n";
+    notice += "bench: no CUDA device (" + gpu.reason + "): " +
+              count_of(static_cast<long long>(n), "selected GPU benchmark cannot", "selected GPU benchmarks cannot") +
+              " run and will be reported as " + (n == 1 ? "an error" : "errors") +
+              " (ERROR OCCURRED: 'no CUDA device: ...')\n";
   }
   return selected;
 }
@@ -290,7 +290,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   if (!leader && inv.listing()) return 0;
   const Settings& s = inv.settings();
   if ((inv.makes_run_dir() && leader) || inv.checking()) inv.check_runs_folder();
-  const RunDir dir(inv.makes_run_dir() && leader, s.runs);
+  const RunDir dir(inv.makes_run_dir() && leader, inv);
   const std::string out_file = inv.route_output(dir.path());
   inv.check_paths(out_file);
   set_kernel_cache_dir(kernel_cache_dir(s.kernel_cache));  // before any op compiles
@@ -315,6 +315,7 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
                                     inv.checking()             ? ContextFor::kCheck
                                     : inv.listing() || !leader ? ContextFor::kListing  // a rank's child has the cache
                                                                : ContextFor::kRun);
+  context->times_gpu_ops = gpu.available() && selected_gpu_families(families, filter) > 0;
   process.cuda_s = ProcessClock::since(cuda_started);
   if (!leader) return run_mpi_worker(*MpiSession::current(), families, *context, s, self_launch(inv));
   if (!inv.listing() && !inv.checking()) {
@@ -366,19 +367,11 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   return matched == 0 ? no_match(filter) : 0;
 }
 
-// Flushes stdout; "" when everything written to it got there, else why not.
-std::string stdout_failure() {
-  errno = 0;
-  std::cout.flush();
-  const bool flushed = std::fflush(stdout) == 0;
-  if (flushed && !std::ferror(stdout) && std::cout.good()) return "";
-  return errno != 0 ? std::strerror(errno) : "a write failed";
-}
-
 }  // namespace
 
 int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesystem::path& default_shapes,
                    const std::string& default_filter_gpu, const std::string& default_filter_cpu) {
+  cache::WatchedStdout out;  // keeps why the first write to stdout failed, for the line below
   int status = 2;
   try {
     status = run(argc, argv, ops, {default_shapes, default_filter_gpu, default_filter_cpu});
@@ -388,7 +381,7 @@ int run_benchmarks(int argc, char** argv, const OpList& ops, const std::filesyst
   }
   // What Google Benchmark, the latency table and a listing wrote to stdout: a full disk or a
   // closed descriptor loses it silently unless looked for.
-  if (const std::string why = stdout_failure(); !why.empty()) {
+  if (const std::string why = out.flush_failure(); !why.empty()) {
     std::cerr << ("bench: cannot write to stdout (" + why + "): the output is lost\n");
     if (status == 0) status = 2;
   }

@@ -180,12 +180,16 @@ void Invocation::check_paths(const std::string& out_file) const {
   }
 }
 
+std::string Invocation::runs_folder_name() const {
+  const fs::path& root = settings_.runs;
+  return settings_.runs_from.empty()
+             ? "runs folder '" + root.string() + "' (the default; TUNEBENCH_RUNS or --tunebench_runs choose another)"
+             : settings_.runs_from + "='" + root.string() + "'";
+}
+
 void Invocation::check_runs_folder() const {
   const fs::path& root = settings_.runs;
-  const std::string what = settings_.runs_from.empty() ? "runs folder '" + root.string() +
-                                                             "' (the default; TUNEBENCH_RUNS or --tunebench_runs"
-                                                             " choose another)"
-                                                       : settings_.runs_from + "='" + root.string() + "'";
+  const std::string what = runs_folder_name();
   const std::string expected = "expected a folder to make run directories in";
   std::error_code ec;
   // The first of root and the folders above it that is there: a folder this user can write.

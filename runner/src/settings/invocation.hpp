@@ -64,6 +64,10 @@ class Invocation {
   /// folders that exists is a writable folder). Throws std::invalid_argument naming the flag or
   /// variable, what is there and what was expected.
   void check_runs_folder() const;
+  /// The runs folder as errors name it: "TUNEBENCH_RUNS='DIR'" or "--tunebench_runs='DIR'" as
+  /// given, else "runs folder 'runs' (the default; TUNEBENCH_RUNS or --tunebench_runs choose
+  /// another)".
+  std::string runs_folder_name() const;
 
   /// The argument vector for Google Benchmark (after route_output); valid while this lives.
   int* argc() { return &argc_; }

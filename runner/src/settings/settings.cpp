@@ -571,6 +571,10 @@ cache::CacheLocationEnv cache_location_env() {
   return {setting_env("TUNEBENCH_CACHE"), setting_env("XDG_CACHE_HOME"), setting_env("HOME")};
 }
 
+std::filesystem::path config_cache_file(const Settings& settings) {
+  return settings.cache.empty() ? cache::default_cache_path(cache_location_env()) : settings.cache;
+}
+
 std::filesystem::path default_kernel_cache_dir() {
   if (const char* p = setting_env("TUNEBENCH_KERNEL_CACHE"); p && *p) return p;
   return cache::tunebench_cache_home("TUNEBENCH_KERNEL_CACHE", cache_location_env()) / "kernels";

@@ -130,6 +130,11 @@ std::vector<std::string> settings_markdown_rows();
 /// TUNEBENCH_CACHE, XDG_CACHE_HOME and HOME as the cache library's default locations take them.
 cache::CacheLocationEnv cache_location_env();
 
+/// The config cache file a run with `settings` uses: settings.cache when set, else
+/// cache::default_cache_path() of cache_location_env(). Throws what default_cache_path throws
+/// when no location can be determined.
+std::filesystem::path config_cache_file(const Settings& settings);
+
 /// The folder of NVRTC-compiled kernels (for tunebench::set_kernel_cache_dir): `kernel_cache`
 /// (TUNEBENCH_KERNEL_CACHE, Settings::kernel_cache) when not empty, else the kernels folder in
 /// the user's cache folder; an empty path (compile every time) when no cache location can be

@@ -52,12 +52,18 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return fs::equivalent(a, b, ec) && !ec;
 }
 
+// Whether `file` is a worker's store: a parallel warmup's shard-N.sqlite, or the store of an MPI
+// rank's child, child-N.sqlite (one per child the rank started).
+bool worker_store(const fs::path& file) {
+  const std::string name = file.filename().string();
+  return (name.rfind("shard-", 0) == 0 || name.rfind("child-", 0) == 0) && file.extension() == ".sqlite";
+}
+
 // The finished keys of the folder's workers, merged into `into` in one transaction; their count.
 int merge_shards(const fs::path& dir, cache::ConfigCache& into) {
   std::vector<cache::ConfigCache::Entry> merged;
   for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("shard-", 0) != 0 || e.path().extension() != ".sqlite") continue;
+    if (!worker_store(e.path())) continue;
     cache::ConfigCache shard(e.path(), cache::ConfigCache::OnDamage::kThrow);
     for (auto& entry : shard.entries()) {
       if (entry.best) merged.push_back(std::move(entry));
@@ -93,20 +99,23 @@ DeadScratch clean_dead_scratch(const Settings& settings, const RunContext& conte
     if (owner && cache::holder_is_gone(owner->holder)) dead.push_back(it->path());
   }
   if (dead.empty()) return done;
-  std::vector<std::string> kept_reasons;
+  std::set<std::string> into;  // the owners' caches that took keys, as their owner files name them
   for (const auto& dir : dead) {
     const auto owner = read_owner(dir);
     try {
+      int merged = 0;
       if (!owner->cache.empty()) {
         if (context.cache && same_file(owner->cache, context.cache->path())) {
           if (context.cache->read_only()) throw std::runtime_error("its cache is read-only");
-          done.keys += merge_shards(dir, *context.cache);
+          merged = merge_shards(dir, *context.cache);
         } else if (fs::exists(owner->cache, ec)) {
           cache::ConfigCache other(owner->cache, cache::ConfigCache::OnDamage::kThrow);
           if (other.read_only()) throw std::runtime_error("its cache is read-only");
-          done.keys += merge_shards(dir, other);
+          merged = merge_shards(dir, other);
         }
       }
+      done.keys += merged;
+      if (merged > 0) into.insert(owner->cache.string());
     } catch (const std::exception&) {
       ++done.unmerged;
     }
@@ -115,11 +124,19 @@ DeadScratch clean_dead_scratch(const Settings& settings, const RunContext& conte
     if (!rm) ++done.folders;
   }
   if (done.folders > 0) {
+    // The keys go to each dead run's own cache (its owner file's), which need not be this run's:
+    // the line names the files.
+    std::string files;
+    for (const auto& f : into) files += (files.empty() ? "" : ", ") + escape_controls(f);
+    const bool runs = dead.size() > 1;
     std::cerr << "bench: removed " << count_of(done.folders, "scratch folder", "scratch folders")
               << " of sweeps whose bench is gone (killed) under " << escape_controls(tmp.string()) << "; "
-              << count_of(done.keys, "finished key", "finished keys") << " from them merged into the cache"
+              << (done.keys == 0 ? std::string("no finished key from them merged")
+                                 : count_of(done.keys, "finished key", "finished keys") +
+                                       " from them merged into the " + (runs ? "dead runs' own " : "dead run's own ") +
+                                       (into.size() > 1 ? "caches " : "cache ") + files)
               << (done.unmerged > 0 ? " (" + count_of(done.unmerged, "folder", "folders") +
-                                          " whose cache could not take them: tuned again when needed)"
+                                          " whose dead run's cache could not take its keys: tuned again when needed)"
                                     : std::string())
               << "\n";
   }

@@ -24,10 +24,11 @@ struct DeadScratch {
 
 /// Removes every scratch folder under TMPDIR (settings.tmp_dir, else /tmp) whose owner file
 /// names a process of this host that is gone (cache::holder_is_gone), after merging its
-/// workers' finished keys (shard-*.sqlite) into the owner's cache (context.cache when it is
-/// that file). Folders of live processes, of other hosts or pid namespaces, and without an owner
-/// file are left alone. Says what it did in one line on stderr when it removed any. Never
-/// throws: scratch that cannot be judged or removed is left.
+/// workers' finished keys (a parallel warmup's shard-*.sqlite, an MPI rank's child-*.sqlite)
+/// into the owner's cache (context.cache when it is that file). Folders of live processes, of
+/// other hosts or pid namespaces, and without an owner file are left alone. Says what it did in
+/// one line on stderr when it removed any. Never throws: scratch that cannot be judged or removed
+/// is left.
 DeadScratch clean_dead_scratch(const Settings& settings, const RunContext& context);
 
 }  // namespace tunebench

@@ -28,13 +28,11 @@ std::string sharded_summary(const std::string& name, const SweepReport& w, const
            " re-timed on the measurement GPU (finalists interleaved), " + count_of(w.changed, "winner", "winners") +
            " changed\n";
   }
-  // Left in the plural at a count of one: tests/parallel_warmup_test.sh matches "WARNING: 1 keys
-  // got different winners" as it has always read.
   if (!w.disagreeing.empty()) {
     std::string list;
     for (const auto& key : w.disagreeing) list += (list.empty() ? "" : " ") + key;
-    out += "bench: WARNING: " + std::to_string(w.disagreeing.size()) + " keys got different winners on two shards " +
-           "(re-timed on the measurement GPU): " + list + "\n";
+    out += "bench: WARNING: " + count_of(static_cast<long long>(w.disagreeing.size()), "key", "keys") +
+           " got different winners on two shards (re-timed on the measurement GPU): " + list + "\n";
   }
   return out;
 }

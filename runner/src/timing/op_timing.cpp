@@ -1,5 +1,7 @@
 #include "timing/op_timing.hpp"
 
+#include "common/plural.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -249,9 +251,10 @@ std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Conf
                                std::to_string(runs.size()) + " (" + runs[i].str() + ")");
     }
     if (graph_ && t.kernels[i] != graphs_.at(runs[i].str())->ids[0].kernels) {
-      throw std::runtime_error("run " + std::to_string(i) + " of a batch: its graph launch ran " +
-                               std::to_string(graphs_.at(runs[i].str())->ids[0].kernels) + " kernels but " +
-                               std::to_string(t.kernels[i]) + " records were attributed to it");
+      throw std::runtime_error(
+          "run " + std::to_string(i) + " of a batch: its graph launch ran " +
+          count_of(static_cast<long long>(graphs_.at(runs[i].str())->ids[0].kernels), "kernel", "kernels") + " but " +
+          count_of(static_cast<long long>(t.kernels[i]), "record was", "records were") + " attributed to it");
     }
     out.push_back(scaled(std::chrono::nanoseconds(t.ns[i])));
   }
@@ -321,13 +324,15 @@ std::optional<LoopTotal> OpTiming::cupti_loop(benchmark::State& state, const Con
     for (std::size_t w = 0; w < times.ns.size(); ++w) {
       if (times.kernels[w] == 0) {
         state.SkipWithError(("iteration " + std::to_string(w) + " has no valid kernel record (" +
-                             std::to_string(times.invalid) + " invalid records)")
+                             count_of(static_cast<long long>(times.invalid), "invalid record", "invalid records") + ")")
                                 .c_str());
         return std::nullopt;
       }
       if (graph_ && times.kernels[w] != expected) {
-        state.SkipWithError(("iteration " + std::to_string(w) + ": the graph launch ran " + std::to_string(expected) +
-                             " kernels but " + std::to_string(times.kernels[w]) + " records were attributed to it")
+        state.SkipWithError(("iteration " + std::to_string(w) + ": the graph launch ran " +
+                             count_of(static_cast<long long>(expected), "kernel", "kernels") + " but " +
+                             count_of(static_cast<long long>(times.kernels[w]), "record was", "records were") +
+                             " attributed to it")
                                 .c_str());
         return std::nullopt;
       }
@@ -421,8 +426,9 @@ OpTiming::Batch* OpTiming::batch_for(const Config& config) {
   const std::size_t total = kernel_nodes(b->graph);
   if (counted == 0 || total != cycles * counted ||
       std::any_of(b->kernels.begin(), b->kernels.end(), [](std::size_t k) { return k == 0; })) {
-    return refuse("a captured run has no kernel node, or the cycles differ (" + std::to_string(total) +
-                  " kernel nodes in " + std::to_string(cycles) + " cycles of " + std::to_string(counted) + ")");
+    return refuse("a captured run has no kernel node, or the cycles differ (" +
+                  count_of(static_cast<long long>(total), "kernel node", "kernel nodes") + " in " +
+                  count_of(static_cast<long long>(cycles), "cycle", "cycles") + " of " + std::to_string(counted) + ")");
   }
   for (std::size_t c = 1; c < cycles; ++c)
     b->kernels.insert(b->kernels.end(), b->kernels.begin(), b->kernels.begin() + variants);
@@ -451,9 +457,11 @@ std::optional<LoopTotal> OpTiming::batch_loop(benchmark::State& state, const Bat
   for (std::size_t w = 0; w < n; ++w) {
     const std::size_t expected = b.kernels[w % per_launch];
     if (t.kernels[w] != expected) {
-      state.SkipWithError(("run " + std::to_string(w) + " of a graph batch ran " + std::to_string(expected) +
-                           " kernels but " + std::to_string(t.kernels[w]) + " records were attributed to it (" +
-                           std::to_string(t.invalid) + " invalid records)")
+      state.SkipWithError(("run " + std::to_string(w) + " of a graph batch ran " +
+                           count_of(static_cast<long long>(expected), "kernel", "kernels") + " but " +
+                           count_of(static_cast<long long>(t.kernels[w]), "record was", "records were") +
+                           " attributed to it (" +
+                           count_of(static_cast<long long>(t.invalid), "invalid record", "invalid records") + ")")
                               .c_str());
       return std::nullopt;
     }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/plural.hpp"
 #include "tune/sweep_strategy.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/nvrtc.hpp"
@@ -71,7 +72,8 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.on_progress) options.on_progress("precompiling " + std::to_string(order.size()) + " configs", true);
+  if (options.on_progress)
+    options.on_progress("precompiling " + count_of(static_cast<long long>(order.size()), "config", "configs"), true);
   const auto compile_started = std::chrono::steady_clock::now();
   try {
     op.precompile(order, device, threads);

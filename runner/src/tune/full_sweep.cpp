@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "common/plural.hpp"
 #include "tune/sweep_strategy.hpp"
 #include "tunebench/cuda.hpp"
 #include "tunebench/nvrtc.hpp"
@@ -23,8 +24,8 @@ std::vector<std::chrono::nanoseconds> run_batch(const RunTimer& time_run, const 
                                                 SweepStats* stats) {
   auto times = time_run(runs);
   if (times.size() != runs.size()) {
-    throw std::runtime_error("timer returned " + std::to_string(times.size()) + " times for a batch of " +
-                             std::to_string(runs.size()) + " runs");
+    throw std::runtime_error("timer returned " + count_of(static_cast<long long>(times.size()), "time", "times") +
+                             " for a batch of " + count_of(static_cast<long long>(runs.size()), "run", "runs"));
   }
   if (stats) {
     stats->runs += static_cast<std::int64_t>(times.size());
@@ -107,7 +108,8 @@ Measurement time_config(const Config& config, const RunTimer& time_run, const Tu
       }
       if (over_time()) {
         m.status = Status::kTimeout;
-        m.error = "exceeded the per-config timeout after " + std::to_string(samples.size()) + " runs";
+        m.error =
+            "exceeded the per-config timeout after " + count_of(static_cast<long long>(samples.size()), "run", "runs");
         return m;
       }
     }

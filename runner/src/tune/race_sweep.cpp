@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "common/plural.hpp"
 #include "tune/sweep_strategy.hpp"
 #include "tunebench/cuda.hpp"
 
@@ -161,8 +162,9 @@ void screen(std::vector<Entry>& es, const RunTimer& time_run, const TuneOptions&
     }
     if (batch.empty()) continue;
     if (o.on_progress) {
-      o.on_progress(owner.front() == owner.back() ? owner.front()->m.config
-                                                  : "screen of " + std::to_string(next - begin) + " configs",
+      o.on_progress(owner.front() == owner.back()
+                        ? owner.front()->m.config
+                        : "screen of " + count_of(static_cast<long long>(next - begin), "config", "configs"),
                     false);
     }
     std::vector<std::chrono::nanoseconds> times;
@@ -205,7 +207,10 @@ std::vector<Entry*> alive_of(std::vector<Entry>& es) {
 // repetitions.
 void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run, const TuneOptions& o,
                  SweepStats& stats) {
-  if (o.on_progress) o.on_progress("final round of " + std::to_string(finals.size()) + " configs, interleaved", false);
+  if (o.on_progress)
+    o.on_progress(
+        "final round of " + count_of(static_cast<long long>(finals.size()), "config", "configs") + ", interleaved",
+        false);
   for (auto* e : finals) e->samples.clear();
   if (warm) {
     // The warmups (at least one: its time sets the repetitions), not counted as samples.
@@ -275,7 +280,9 @@ void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
       e->alive = static_cast<double>(e->screen_ns) <= o.screen_drop * static_cast<double>(fastest);
     auto racing = alive_of(es);
     if (racing.size() > 1) {
-      if (o.on_progress) o.on_progress("race of " + std::to_string(racing.size()) + " configs, interleaved", false);
+      if (o.on_progress)
+        o.on_progress(
+            "race of " + count_of(static_cast<long long>(racing.size()), "config", "configs") + ", interleaved", false);
       interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats);
       racing = alive_of(es);
       const auto best =

@@ -24,6 +24,11 @@ class ImportCheck {
   /// Why `config` is not a config of op `op`'s default or expanded space, in a few words ("" when
   /// it is one).
   virtual std::string config_problem(const std::string& op, const std::string& config) const = 0;
+
+  /// Whether op `op` (one of op_names()) may compile its configs (a GPU op: NVRTC compiles
+  /// them): a host op compiles nothing, so a compile_failed measurement of one can only be
+  /// forged, and the import refuses it.
+  virtual bool compiles_configs(const std::string& op) const = 0;
 };
 
 }  // namespace tunebench::cache

@@ -1,6 +1,6 @@
 #pragma once
-// Stored text made safe to print, and checked before it goes into JSON: shared by bench's
-// one-line messages and tunebench-cache's output.
+// Stored text made safe to print, and checked before it goes into JSON, and counts in words:
+// shared by bench's one-line messages and tunebench-cache's output.
 
 #include <string>
 #include <string_view>
@@ -18,5 +18,11 @@ std::string escape_controls(std::string_view text);
 /// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
 /// U+10FFFF), which JSON requires of its strings.
 bool valid_utf8(std::string_view text);
+
+/// `n` and the noun, singular when n is 1: count_of(1, "key", "keys") is "1 key",
+/// count_of(0, "key", "keys") "0 keys".
+inline std::string count_of(long long n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
 
 }  // namespace tunebench::cache

@@ -313,7 +313,9 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
   SweepReport report;
   const SweepKeys k = sweep_keys(untuned, context);
   report.keys = static_cast<int>(k.keys.size());
-  Scratch scratch(settings_, "tunebench-mpi-");
+  // The owner file names rank 0's cache: a later run merges what this rank's child finished into
+  // it if this process is killed (clean_dead_scratch).
+  Scratch scratch(settings_, "tunebench-mpi-", context.cache ? context.cache->path() : std::filesystem::path());
   CatchSignals signals;
   const auto started = Clock::now();
   const auto pool = sweep_compile_pool(scratch.dir(), context.device, settings_.fault.slow_compile_s);

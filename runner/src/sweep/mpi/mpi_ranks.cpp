@@ -175,13 +175,24 @@ class Worker {
   Clock::time_point heard_;
 };
 
+// The cache this rank's bench names (rank 0's on a shared file system or one host): what its
+// child finished is sent to rank 0 as it finishes, but if the job is killed a later run on this
+// host merges the child's store into this file (clean_dead_scratch); empty when there is none.
+std::filesystem::path rank_cache_file(const Settings& settings) {
+  try {
+    return config_cache_file(settings);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 }  // namespace
 
 int run_mpi_worker(MpiSession& mpi, const std::vector<Family>& families, const RunContext& context,
                    const Settings& settings, ChildLaunch launch) {
   mpi.gather(fingerprint(mpi, context, families).dump());
   if (!mpi.scatter({})) return 0;  // refused: rank 0 said why
-  Scratch scratch(settings, "tunebench-mpi-");
+  Scratch scratch(settings, "tunebench-mpi-", rank_cache_file(settings));
   CatchSignals signals;
   {
     const auto pool = sweep_compile_pool(scratch.dir(), context.device, settings.fault.slow_compile_s);
