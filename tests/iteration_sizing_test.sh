@@ -17,23 +17,24 @@ set -e
 
 # A filter anchored on the reported name's end selects what it selects without sizing.
 filter='cpu_.*/manual_time$'
-run() {  # NAME [VAR=VALUE...]: one run of the tiny set into $work/NAME.json
-  local name=$1
-  shift
-  env "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 \
+run() {  # NAME MIN_TIME [VAR=VALUE...]: one run of the tiny set into $work/NAME.json
+  local name=$1 min_time=$2
+  shift 2
+  env "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
     --benchmark_out="$work/$name.json" >"$work/$name.out" 2>"$work/$name.err" || fail "$name: $(cat "$work/$name.err")"
 }
-run cold                                   # empty cache: tuned in the loop, so probed
-run sized                                  # the cache answers every key
-run probed TUNEBENCH_ITERATIONS=probed
+run cold 0.01                              # empty cache: tuned in the loop, so probed
+run sized 0.01                             # the cache answers every key
+# Probed with a min_time no single iteration reaches, even on a loaded machine: rounds are run.
+run probed 0.2 TUNEBENCH_ITERATIONS=probed
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time=0.01 --benchmark_repetitions=3 \
   --benchmark_out="$work/reps.json" >/dev/null 2>"$work/reps.err" || fail "repetitions: $(cat "$work/reps.err")"
 grep -Eq '^bench: timing: .*, [0-9]+ benchmarks? \([0-9]+ with iteration counts sized from stored times\)' \
   "$work/sized.err" || fail "no sized count in the timing line: $(cat "$work/sized.err")"
 
-python3 - "$work" <<'PY' || fail "iteration sizing"
-import json, os, sys
-work = sys.argv[1]
+python3 - "$work" "$TUNEBENCH_CACHE" <<'PY' || fail "iteration sizing"
+import json, os, sqlite3, sys
+work, cache = sys.argv[1], sys.argv[2]
 
 def load(name):
     doc = json.load(open(os.path.join(work, name + ".json")))
@@ -65,9 +66,12 @@ for b in sized["benchmarks"]:
     # Sized: the count given up front, run in one call (the stage counts every call's runs).
     assert stage["sized_iterations"] == b["iterations"], (family, stage, b["iterations"])
     assert stage["runs"] == b["iterations"], (family, stage, b["iterations"])
-    # About 1.4 x min_time of runs, as Google Benchmark's own rounds would end (host times vary).
-    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-    assert 0.3 * 0.014 < b["iterations"] * b["real_time"] * unit < 4 * 0.014, (family, b)
+    # The count is 1.4 x min_time over the stored p50 of the config it ran (the label).
+    m, n, k = (int(p.split(":")[1]) for p in family.split("/")[2:5])
+    p50 = sqlite3.connect(cache).execute(
+        "SELECT p50_ns FROM measurements WHERE op = ? AND tuning_key = ? AND config = ? AND status = 'ok'",
+        (family.split("/")[0], f"M={m},N={n},K={k}", b["label"])).fetchone()[0]
+    assert b["iterations"] == max(1, round(1.4 * 0.01 / (p50 * 1e-9))), (family, p50, b["iterations"])
 for b in probed["benchmarks"]:
     family = b["name"][: -len("/manual_time")]
     assert probed_stage[family]["sized_iterations"] is None
