@@ -230,6 +230,71 @@ TEST(CompiledKeys, AWorkerSeesTheKeysThePoolAnnounced) {
   fs::remove_all(dir);
 }
 
+// Each config is announced as soon as it is compiled, before its key: a worker times a key's
+// first configs while the pool compiles the rest.
+TEST(CompilePool, AnnouncesEachConfigAsSoonAsItIsCompiled) {
+  CompilingOp op;
+  std::mutex m;
+  std::vector<std::string> events;
+  std::atomic<int> compiling{0};
+  op.while_compiling = [&] {
+    // The third config waits until the first two were announced: they were, before the key.
+    if (++compiling == 3) {
+      for (int i = 0; i < 500; ++i) {
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (events.size() >= 2) break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+  };
+  CompilePool pool(
+      kDevice, 1,
+      [&](const std::string& name) {
+        std::lock_guard<std::mutex> lock(m);
+        events.push_back("key " + name);
+      },
+      {},
+      [&](const tunebench::Op& o, const Config& c) {
+        std::lock_guard<std::mutex> lock(m);
+        events.push_back(o.name() + " " + c.str());
+      });
+  pool.add("k1", op, {b(1), b(2), b(3)});
+  pool.wait();
+  EXPECT_EQ(events, (std::vector<std::string>{"compiling B=1", "compiling B=2", "compiling B=3", "key k1"}));
+}
+
+// A worker waits for a config's own line, or for its key's (which covers a config the pool never
+// had on its own line); a config line is no key.
+TEST(CompiledKeys, AWorkerWaitsForAConfigOrItsKey) {
+  const fs::path dir = scratch("configs");
+  tunebench::CompiledKeysWriter writer(tunebench::compiled_keys_file(dir));
+  tunebench::CompiledKeys keys(tunebench::compiled_keys_file(dir));
+  writer.announce(tunebench::compiled_config_line("op", "B=1"));
+  int waits = 0;
+  EXPECT_EQ(keys.wait_for_config("op", "B=1", "op/set/M:1", [&] { ++waits; }), 0);
+  EXPECT_FALSE(keys.announced("op/set/M:1"));
+  EXPECT_FALSE(keys.announced("B=1"));
+  const double waited = keys.wait_for_config("op", "B=2", "op/set/M:1", [&] {
+    ++waits;
+    writer.announce("op/set/M:1");  // the key: all of its configs are compiled
+  });
+  EXPECT_EQ(waits, 1);
+  EXPECT_GE(waited, 0);
+  // Another op's config of the same text is not the first op's.
+  EXPECT_GE(keys.wait_for_config("other", "B=1", "other/set/M:1",
+                                 [&] {
+                                   ++waits;
+                                   writer.announce(tunebench::compiled_config_line("other", "B=1"));
+                                 }),
+            0);
+  EXPECT_EQ(waits, 2);
+  EXPECT_EQ(keys.wait_for_config("other", "B=1", "other/set/M:1", [&] { ++waits; }), 0);
+  EXPECT_EQ(waits, 2);
+  fs::remove_all(dir);
+}
+
 // The pool compiles in the order the shards reach the keys: one shard, its list (largest cost
 // first); several, by each key's estimated start, a doubled key at its earlier one.
 TEST(CompilePool, KeysAreCompiledInTheOrderTheShardsReachThem) {

@@ -296,7 +296,12 @@ Config ensure_tuned(const Family& family, const RunContext& context, ChoiceLog& 
   OpTiming timing(*family.op, family.shape, context.seed, timing_options(context), timing_faults(context));
   const TuneOptions& tune = options ? *options : context.tune;
   // The first runs of each config are where one hangs: the watchdog is told which config it is.
-  if (tune.on_progress) timing.on_new_config([&tune](const std::string& config) { tune.on_progress(config, false); });
+  if (tune.on_progress || tune.before_new_config) {
+    timing.on_new_config([&tune](const std::string& config) {
+      if (tune.before_new_config) tune.before_new_config(config);
+      if (tune.on_progress) tune.on_progress(config, false);
+    });
+  }
   return choose_config(family, context, choices, timing.run_timer(), options, stats).first;
 }
 

@@ -14,6 +14,8 @@ namespace fs = std::filesystem;
 
 fs::path compiled_keys_file(const fs::path& dir) { return dir / "compiled.keys"; }
 
+std::string compiled_config_line(const std::string& op, const std::string& config) { return "\t" + op + "\t" + config; }
+
 CompiledKeysWriter::CompiledKeysWriter(const fs::path& file)
     : fd_(open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) {
   if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
@@ -62,9 +64,21 @@ double CompiledKeys::wait_for(const std::string& name, const std::function<void(
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
+double CompiledKeys::wait_for_config(const std::string& op, const std::string& config, const std::string& key,
+                                     const std::function<void()>& on_wait) {
+  const std::string line = compiled_config_line(op, config);
+  if (announced(line) || announced(key)) return 0;
+  const auto started = std::chrono::steady_clock::now();
+  on_wait();
+  while (!announced(line) && !announced(key)) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
 CompilePool::CompilePool(DeviceInfo device, int threads, std::function<void(const std::string&)> on_compiled,
-                         fs::path host_cores)
-    : device_(std::move(device)), on_compiled_(std::move(on_compiled)) {
+                         fs::path host_cores, std::function<void(const Op&, const Config&)> on_config_compiled)
+    : device_(std::move(device)),
+      on_compiled_(std::move(on_compiled)),
+      on_config_compiled_(std::move(on_config_compiled)) {
   if (!host_cores.empty()) cores_ = std::make_unique<HostCores>(host_cores);
   const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int t = 0; t < n; ++t) threads_.emplace_back([this] { work(); });
@@ -173,6 +187,7 @@ void CompilePool::work() {
     }
     lock.lock();
     done_[i] = true;
+    if (on_config_compiled_) on_config_compiled_(*item.op, item.config);
     while (compiled_ < items_.size() && done_[compiled_]) ++compiled_;
     announce_ready();
     if (compiled_ == items_.size()) {
@@ -190,7 +205,14 @@ std::unique_ptr<CompilePool> sweep_compile_pool(const fs::path& dir, const Devic
     if (late_s > 0) std::this_thread::sleep_for(std::chrono::seconds(late_s));
     writer->announce(name);
   };
-  return std::make_unique<CompilePool>(device, 0, std::move(announce), host_cores_file(dir));
+  std::function<void(const Op&, const Config&)> announce_config;
+  if (late_s == 0) {
+    announce_config = [writer](const Op& op, const Config& config) {
+      writer->announce(compiled_config_line(op.name(), config.str()));
+    };
+  }
+  return std::make_unique<CompilePool>(device, 0, std::move(announce), host_cores_file(dir),
+                                       std::move(announce_config));
 }
 
 }  // namespace tunebench

@@ -2,9 +2,10 @@
 // Compilation overlapped with timing. The process that starts a sweep's workers (bench for its
 // child processes, each MPI rank for its own child) compiles the configs of their keys on the
 // host's cores, key by key in the order the workers reach them, into the on-disk kernel cache,
-// and announces each key in a file of the sweep's scratch folder once its configs are compiled.
-// A worker waits for its key's announcement before it tunes it, so it times key k while the
-// pool compiles the keys after it; its autotune then finds every config compiled.
+// and announces each config, and each key once its configs are compiled, in a file of the sweep's
+// scratch folder. A worker tuning a GPU key waits for each config's announcement right before
+// its first run (or for the key's), so it times a key's first configs while the pool compiles
+// the rest and the keys after it; a host op's key is waited for whole, before the host's cores.
 
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +31,10 @@ namespace tunebench {
 /// when a worker starts says that a compile pool feeds the sweep.
 std::filesystem::path compiled_keys_file(const std::filesystem::path& dir);
 
+/// The line announcing that config `config` of op `op` is compiled (an announcement file holds
+/// these besides key names, which never start with a tab).
+std::string compiled_config_line(const std::string& op, const std::string& config);
+
 /// Appends a key's name to an announcement file (compiled_keys_file), one whole line per
 /// write() (O_APPEND), so a reader never sees half a name as a whole line.
 class CompiledKeysWriter {
@@ -45,7 +50,7 @@ class CompiledKeysWriter {
   int fd_ = -1;
 };
 
-/// A worker's view of the announcement file: which keys are compiled.
+/// A worker's view of the announcement file: which keys (and configs) are compiled.
 class CompiledKeys {
  public:
   /// `file`: compiled_keys_file of the worker's scratch folder. active() says whether it existed
@@ -60,6 +65,11 @@ class CompiledKeys {
   /// blocking, when it is not yet. Returns the seconds waited (0 when it was announced, or not
   /// active()).
   double wait_for(const std::string& name, const std::function<void()>& on_wait);
+  /// Blocks until config `config` of op `op` is announced (compiled_config_line) or key `key`
+  /// is (all of its configs are compiled), polling every 2 ms: a config's wait is short. As
+  /// wait_for otherwise.
+  double wait_for_config(const std::string& op, const std::string& config, const std::string& key,
+                         const std::function<void()>& on_wait);
 
  private:
   std::filesystem::path file_;
@@ -82,9 +92,12 @@ class CompiledKeys {
 class CompilePool {
  public:
   /// Compiles for `device` on `threads` threads (0: one per hardware thread); `host_cores` empty:
-  /// no lock is taken.
+  /// no lock is taken. `on_config_compiled`, when set, is called (under the pool's lock) with
+  /// each config as soon as it is compiled, whatever the order, so a worker may time a key's
+  /// first configs while the pool compiles the rest.
   CompilePool(DeviceInfo device, int threads, std::function<void(const std::string&)> on_compiled,
-              std::filesystem::path host_cores = {});
+              std::filesystem::path host_cores = {},
+              std::function<void(const Op&, const Config&)> on_config_compiled = {});
   /// stop().
   ~CompilePool();
   CompilePool(const CompilePool&) = delete;
@@ -122,6 +135,7 @@ class CompilePool {
 
   DeviceInfo device_;
   std::function<void(const std::string&)> on_compiled_;
+  std::function<void(const Op&, const Config&)> on_config_compiled_;
   std::unique_ptr<HostCores> cores_;
   HostCores::Held held_ = HostCores::none();
   mutable std::mutex mutex_;
@@ -141,9 +155,10 @@ class CompilePool {
 };
 
 /// The compile pool of the sweep whose scratch folder is `dir`, on one thread per hardware
-/// thread: its keys announced in compiled_keys_file(dir) (created here, so make it before any
-/// worker starts), the host's cores (host_cores_file(dir)) held while it compiles. `late_s`
-/// (the slow-compile fault, for tests): each key announced that many seconds late. Throws
+/// thread: its keys and each config announced in compiled_keys_file(dir) (created here, so make
+/// it before any worker starts), the host's cores (host_cores_file(dir)) held while it compiles.
+/// `late_s` (the slow-compile fault, for tests): each key announced that many seconds late, and
+/// no config on its own. Throws
 /// std::runtime_error when the files cannot be made.
 std::unique_ptr<CompilePool> sweep_compile_pool(const std::filesystem::path& dir, const DeviceInfo& device,
                                                 int late_s = 0);

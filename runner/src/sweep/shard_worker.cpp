@@ -68,10 +68,20 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     r.key = current;
     if (!compiling) r.config = activity;
     records.write(r);
-    // A GPU key's configs are waited for here, right before the sweep's own precompile (which
-    // then reads them back), so that preparing the key's workload overlaps their compilation.
-    if (compiling && gpu_key) compile_wait_s += compiled.wait_for(current, [] {});
   };
+  const Op* current_op = nullptr;
+  if (compiled.active()) {
+    // A GPU key's configs are compiled by the pool and waited for one by one, right before each
+    // one's first run: the key's first configs are timed while the pool compiles the rest (and
+    // preparing the workload overlaps them all). A host op's key is waited for whole, below.
+    context.tune.precompile = false;
+    context.tune.before_new_config = [&](const std::string& config) {
+      if (!gpu_key || !current_op) return;
+      compile_wait_s += compiled.wait_for_config(current_op->name(), config, current, [&] {
+        records.write({WorkerRecord::Kind::kCompiling, current, "", 0, ""});
+      });
+    };
+  }
   const std::string visible = settings.visible_devices.value_or("(unset)");
   const std::string uuid =
       context.gpu_available && !context.device.uuid.empty() ? " (" + context.device.uuid + ")" : "";
@@ -91,6 +101,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     // A host op's configs are waited for before the host's cores (the compile pool holds them
     // while it compiles: never wait for it holding them), a GPU key's in on_progress.
     gpu_key = it->op->needs_gpu();
+    current_op = it->op.get();
     compile_wait_s = 0;
     if (!gpu_key) {
       compile_wait_s = compiled.wait_for(name, [&] {

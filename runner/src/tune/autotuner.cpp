@@ -72,13 +72,15 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
   }
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.on_progress)
-    options.on_progress("precompiling " + count_of(static_cast<long long>(order.size()), "config", "configs"), true);
   const auto compile_started = std::chrono::steady_clock::now();
-  try {
-    op.precompile(order, device, threads);
-  } catch (const std::exception&) {
-    // Each config's own run reports what went wrong.
+  if (options.precompile) {
+    if (options.on_progress)
+      options.on_progress("precompiling " + count_of(static_cast<long long>(order.size()), "config", "configs"), true);
+    try {
+      op.precompile(order, device, threads);
+    } catch (const std::exception&) {
+      // Each config's own run reports what went wrong.
+    }
   }
   out.stats.compile_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - compile_started).count();

@@ -51,6 +51,14 @@ struct TuneOptions {
   double race_drop = 1.1;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
   int compile_threads = 0;
+  /// False: another process compiles the sweep's configs into the kernel cache (a sweep's
+  /// compile pool), so the autotuner does not precompile them; a config's first run waits for it
+  /// through before_new_config (and compiles it itself when it is not there).
+  bool precompile = true;
+  /// Called with a config's text right before the first run of a config (after it the config
+  /// is loaded, compiled if needed): where a worker fed by a compile pool waits for that config.
+  /// May be empty.
+  std::function<void(const std::string& config)> before_new_config;
   /// Called before the precompile ("precompiling N configs", compiling true) and before each
   /// config is timed (the config's text, compiling false), so a watchdog can tell a slow sweep
   /// from a hung one and name the config that hung. May be empty.
