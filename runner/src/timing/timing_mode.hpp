@@ -8,6 +8,14 @@
 
 namespace tunebench {
 
+/// A value of one of the timing enumerations below with its name, as flags, the JSON context,
+/// the cache key and the benchmark label spell it.
+template <class E>
+struct Named {
+  E value;
+  const char* name;
+};
+
 /// How GPU ops are timed (host ops always on the host's steady clock). docs/timing.md.
 enum class TimingMode {
   kKernel,     ///< eager launches, each run the sum of its kernels' CUPTI durations
@@ -17,10 +25,7 @@ enum class TimingMode {
 
 /// Every mode with its name, in the order help texts list them: the one table the flag parser,
 /// the cache key, the JSON context and the benchmark label read.
-struct TimingModeName {
-  TimingMode mode;
-  const char* name;  ///< "kernel", "cudagraph", "event"
-};
+using TimingModeName = Named<TimingMode>;  ///< names "kernel", "cudagraph", "event"
 const std::vector<TimingModeName>& timing_mode_names();
 
 /// The name of `mode` in timing_mode_names().
@@ -43,10 +48,7 @@ enum class TimingLoop {
 };
 
 /// Every loop with its name, the one table the flag parser and the JSON context read.
-struct TimingLoopName {
-  TimingLoop loop;
-  const char* name;  ///< "graph", "eager"
-};
+using TimingLoopName = Named<TimingLoop>;  ///< names "graph", "eager"
 const std::vector<TimingLoopName>& timing_loop_names();
 
 /// The name of `loop` in timing_loop_names().
@@ -70,10 +72,7 @@ enum class IterationSizing {
 };
 
 /// Every sizing with its name, the one table the flag parser and the JSON context read.
-struct IterationSizingName {
-  IterationSizing sizing;
-  const char* name;  ///< "sized", "probed"
-};
+using IterationSizingName = Named<IterationSizing>;  ///< names "sized", "probed"
 const std::vector<IterationSizingName>& iteration_sizing_names();
 
 /// The name of `sizing` in iteration_sizing_names().
