@@ -961,10 +961,10 @@ TEST_F(ConfigCacheTest, BenchRefusesAForeignFileAndLeavesIt) {
   }
 }
 
-// Several processes storing sweeps of one key: the best a write leaves is the fastest ok
-// measurement the file holds (within the tie band), whoever wrote last; a slower best stored
+// Several processes storing sweeps of one key: the best a write leaves is the faster of the
+// sweeps' winners (within the tie band, the later), whoever wrote last; a slower best stored
 // later (another process's sweep, which did not time the faster config) does not win.
-TEST_F(ConfigCacheTest, AWriteLeavesTheMeasuredBestWhoeverWritesLast) {
+TEST_F(ConfigCacheTest, AWriteLeavesTheFasterWinnerWhoeverWritesLast) {
   ConfigCache a(file_);
   ConfigCache b(file_);
   a.store(key(), {ok("B=1", 1000), ok("B=2", 1100)}, Best{"B=1", 1000, 0});
@@ -978,12 +978,26 @@ TEST_F(ConfigCacheTest, AWriteLeavesTheMeasuredBestWhoeverWritesLast) {
   // Several keys in one transaction (a merge of shards) are settled too, each.
   b.store({{key("two"), {ok("B=1", 500)}, Best{"B=1", 500, 0}}, {key("two"), {ok("B=2", 800)}, Best{"B=2", 800, 0}}});
   EXPECT_EQ(a.best(key("two"))->config, "B=1");
-  // The best's own later measurement counts: re-timed slower, it gives way.
+  // The stored best's own later measurement counts: re-timed slower, it gives way to the next
+  // sweep's winner.
   b.store(key(), {ok("B=4", 1500)}, std::nullopt);
-  EXPECT_EQ(a.best(key())->config, "B=1");
+  EXPECT_EQ(a.best(key())->config, "B=4");
+  b.store(key(), {ok("B=5", 1400)}, Best{"B=5", 1400, 0});
+  EXPECT_EQ(a.best(key())->config, "B=5");
   // An untimed best (one candidate) is kept.
   b.store(key("one"), {}, Best{"B=9", 0, 0});
   EXPECT_EQ(a.best(key("one"))->config, "B=9");
+}
+
+// A race stores the configs it dropped after one or two runs beside its winner's repetitions:
+// those rows never displace the winner, even where a lucky run made one look faster.
+TEST_F(ConfigCacheTest, ADroppedConfigsFewRunsNeverDisplaceTheWinner) {
+  ConfigCache cache(file_);
+  cache.store(key(), {ok("W", 1000), ok("D", 900)}, Best{"W", 1000, 0});
+  ASSERT_TRUE(cache.best(key()));
+  EXPECT_EQ(cache.best(key())->config, "W");
+  cache.store({{key("merge"), {ok("W", 1000), ok("D", 900)}, Best{"W", 1000, 0}}});
+  EXPECT_EQ(cache.best(key("merge"))->config, "W");
 }
 
 // A best whose own measurement failed never stays: the fastest ok config takes its place, or,

@@ -612,35 +612,25 @@ void ConfigCache::store(const std::vector<Entry>& entries) {
 // Inside a write transaction: the best of `key` made true to the measurements the file holds (the
 // rule in config_cache.hpp), whoever wrote them.
 void ConfigCache::settle_best(const Key& key) {
-  Statement& b = prepared(std::string("SELECT config, p50_ns FROM best WHERE ") + kKeyMatch);
+  Statement& b = prepared(std::string("SELECT config FROM best WHERE ") + kKeyMatch);
   b.bind_key(key);
   if (!b.step()) return;
   const std::string config = b.text(0);
-  const std::int64_t stored_p50 = b.int64(1);
   b.reset();
-  Statement& own =
-      prepared(std::string("SELECT status, p50_ns FROM measurements WHERE ") + kKeyMatch + " AND config = ?8");
+  Statement& own = prepared(std::string("SELECT status FROM measurements WHERE ") + kKeyMatch + " AND config = ?8");
   own.bind_key(key).bind(8, config);
-  std::optional<std::string> own_status;
-  std::optional<std::int64_t> own_p50;
-  if (own.step()) {
-    own_status = own.text(0);
-    own_p50 = own.opt_int64(1);
-  }
+  const bool failed = own.step() && own.text(0) != "ok";
   own.reset();
+  // Only a best whose own measurement failed is re-chosen: a sweep's winner is not second-guessed
+  // by the other rows of its key, which include configs a race dropped after one or two runs
+  // (store_rows weighs one sweep's winner against another's).
+  if (!failed) return;
   Statement& f = prepared(std::string("SELECT config, p50_ns FROM measurements WHERE ") + kKeyMatch +
                           " AND status = 'ok' AND p50_ns > 0 ORDER BY p50_ns, config LIMIT 1");
   f.bind_key(key);
   std::optional<std::pair<std::string, std::int64_t>> fastest;
   if (f.step()) fastest.emplace(f.text(0), f.int64(1));
   f.reset();
-  const bool failed = own_status && *own_status != "ok";
-  if (!failed) {
-    // The best's own latest measurement, where there is one, is what it is judged by.
-    const std::int64_t p50 = own_status && own_p50 && *own_p50 > 0 ? *own_p50 : stored_p50;
-    if (p50 == 0 || !fastest || fastest->first == config) return;  // untimed (one candidate), or the fastest
-    if (static_cast<double>(p50) <= static_cast<double>(fastest->second) * (1.0 + kTieTolerance)) return;
-  }
   if (fastest) {
     Statement& s = prepared(std::string("INSERT OR REPLACE INTO best (") + kKeyList +
                             ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
@@ -771,12 +761,45 @@ void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& res
         .bind(16, m.host.empty() ? this_host() : m.host);
     s.step();
   }
-  if (best) {
+  if (best && !stored_best_is_faster(key, *best)) {
     Statement& s = prepared(std::string("INSERT OR REPLACE INTO best (") + kKeyList +
                             ", config, p50_ns, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     s.bind_key(key).bind(8, best->config).bind(9, best->p50_ns).bind(10, best->updated_at ? best->updated_at : now_s());
     s.step();
   }
+}
+
+// Inside a write transaction, after this write's measurements: whether the best the file holds
+// (another sweep's winner) is faster than `incoming` by more than the tie band, each judged by its
+// config's latest ok measurement (the incoming one by its own p50 where it has none). An untimed
+// best (p50 0: one candidate) is never faster; a stored best whose measurement failed is not.
+bool ConfigCache::stored_best_is_faster(const Key& key, const Best& incoming) {
+  Statement& b = prepared(std::string("SELECT config, p50_ns FROM best WHERE ") + kKeyMatch);
+  b.bind_key(key);
+  if (!b.step()) return false;
+  const std::string config = b.text(0);
+  std::int64_t stored_p50 = b.int64(1);
+  b.reset();
+  if (config == incoming.config) return false;
+  const auto latest = [&](const std::string& c) -> std::optional<std::pair<std::string, std::optional<std::int64_t>>> {
+    Statement& m =
+        prepared(std::string("SELECT status, p50_ns FROM measurements WHERE ") + kKeyMatch + " AND config = ?8");
+    m.bind_key(key).bind(8, c);
+    std::optional<std::pair<std::string, std::optional<std::int64_t>>> out;
+    if (m.step()) out.emplace(m.text(0), m.opt_int64(1));
+    m.reset();
+    return out;
+  };
+  if (const auto own = latest(config)) {
+    if (own->first != "ok") return false;
+    if (own->second && *own->second > 0) stored_p50 = *own->second;
+  }
+  std::int64_t incoming_p50 = incoming.p50_ns;
+  if (const auto own = latest(incoming.config); own && own->first == "ok" && own->second && *own->second > 0) {
+    incoming_p50 = *own->second;
+  }
+  if (stored_p50 <= 0 || incoming_p50 <= 0) return false;
+  return static_cast<double>(stored_p50) * (1.0 + kTieTolerance) < static_cast<double>(incoming_p50);
 }
 
 int ConfigCache::erase(const Key& key, const std::string& config) {

@@ -83,14 +83,16 @@ struct BusyPolicy {
 /// keys on several); 4 = plus the leases of keys being tuned (lease.hpp). Older files are
 /// migrated when opened for writing, and read as they are when opened with Access::kRead.
 ///
-/// A key's best is settled by every write, whoever writes: after the write, the best is
-/// - re-chosen as the key's fastest ok measurement when its own config's measurement failed
-///   (removed when the key has no ok measurement: the key is tuned again), and
-/// - replaced by the fastest ok measurement the file holds for the key when that one is faster
-///   than the best by more than kTieTolerance (the autotuner's tie band: a best within it of
-///   the fastest is the tie rule's choice, and kept).
-/// So several processes storing sweeps of one key leave the measured best, not the last
-/// writer's. An untimed best (p50 0: one candidate) whose measurement did not fail is kept.
+/// A key's best is settled by every write, whoever writes:
+/// - a write that brings a best (a sweep's winner, an import's) replaces the stored best unless
+///   the stored one, another sweep's winner, is faster than it by more than kTieTolerance (the
+///   autotuner's tie band), each judged by its config's latest ok measurement: so several
+///   processes storing sweeps of one key leave the faster winner, not the last writer's;
+/// - after any write, a best whose own config's measurement failed is re-chosen as the key's
+///   fastest ok measurement (removed when the key has none: the key is tuned again).
+/// The other measurements of a key never displace its best: they include configs a race dropped
+/// after one or two runs, whose p50 is no match for a winner's repetitions. An untimed best (p50
+/// 0: one candidate) whose measurement did not fail is kept.
 ///
 /// A file is identified before anything is written to it, through a connection that writes
 /// nothing and makes nothing beside it (Access::kProbe):
@@ -108,8 +110,8 @@ class ConfigCache {
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
   /// Configs whose p50 is within this fraction of the fastest tie (the autotuner's tie rule,
-  /// TuneOptions::tie_tolerance); a stored best slower than a stored measurement by more is
-  /// replaced (see above).
+  /// TuneOptions::tie_tolerance); a stored best faster than an incoming one by more stays (see
+  /// above).
   static constexpr double kTieTolerance = 0.01;
 
   /// What to do with a cache of ours that is damaged.
@@ -247,6 +249,7 @@ class ConfigCache {
   void write_retrying(const std::function<void()>& attempt);
   void write_rows_retrying(const std::function<void()>& rows);
   void settle_best(const Key& key);
+  bool stored_best_is_faster(const Key& key, const Best& incoming);
   void release_all() noexcept;
 
   std::filesystem::path path_;
