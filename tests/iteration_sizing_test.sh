@@ -31,6 +31,18 @@ run probed 0.2 TUNEBENCH_ITERATIONS=probed
   --benchmark_out="$work/reps.json" >/dev/null 2>"$work/reps.err" || fail "repetitions: $(cat "$work/reps.err")"
 grep -Eq '^bench: timing: .*, [0-9]+ benchmarks? \([0-9]+ with iteration counts sized from stored times\)' \
   "$work/sized.err" || fail "no sized count in the timing line: $(cat "$work/sized.err")"
+! grep -q 'ran less than' "$work/sized.err" || fail "a note of short benchmarks on a fresh cache: $(cat "$work/sized.err")"
+# --benchmark_min_time=0 (Google Benchmark reports its first round of one iteration): one iteration.
+run zero 0
+# Stored times 100000 times longer than the runs are now (a host op tuned on a loaded machine,
+# exaggerated so that even this machine's load cannot make one run reach min_time): the counts
+# fall short of min_time, and one line says so and what to do.
+cp "$TUNEBENCH_CACHE" "$work/stale.sqlite"
+/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET p50_ns = p50_ns * 100000"); c.commit()' \
+  "$work/stale.sqlite"
+run stale 1 TUNEBENCH_CACHE="$work/stale.sqlite"
+grep -Eq '^bench: [0-9]+ sized benchmarks? ran less than --benchmark_min_time \(1 s\) of runs, .*--tunebench_iterations=probed' \
+  "$work/stale.err" || fail "no note of counts sized from stale times: $(cat "$work/stale.err")"
 
 python3 - "$work" "$TUNEBENCH_CACHE" <<'PY' || fail "iteration sizing"
 import json, os, sqlite3, sys
@@ -55,6 +67,8 @@ assert sized["context"]["tunebench_timing_sized_benchmarks"] == str(n), sized["c
 assert sized["context"]["tunebench_iterations"] == "sized"
 assert probed["context"]["tunebench_timing_sized_benchmarks"] == "0"
 assert probed["context"]["tunebench_iterations"] == "probed"
+zero, _ = load("zero")
+assert all(b["iterations"] == 1 for b in zero["benchmarks"] if b.get("run_type") == "iteration"), zero["benchmarks"]
 # The same names whichever way the count was found: compare.py and dashboards pair them.
 for doc in (cold, sized, probed, reps):
     assert names(doc) == names(cold), names(doc)

@@ -14,13 +14,15 @@ TEST(IterationSizing, IsWhatGoogleBenchmarksRoundsSettleOn) {
   // A run longer than 1.4 x min_time still runs once; a vanishing one stops at 1e9.
   EXPECT_EQ(tunebench::sized_iterations(0.5, 2.0), 1);
   EXPECT_EQ(tunebench::sized_iterations(0.5, 1e-15), 1000000000);
+  // --benchmark_min_time=0: Google Benchmark's first round, one iteration, is the one it reports.
+  EXPECT_EQ(tunebench::sized_iterations(0, 1e-6), 1);
 }
 
 TEST(IterationSizing, RefusesTimesThatSizeNothing) {
   EXPECT_THROW(tunebench::sized_iterations(0.5, 0), std::invalid_argument);
   EXPECT_THROW(tunebench::sized_iterations(0.5, -1e-6), std::invalid_argument);
   EXPECT_THROW(tunebench::sized_iterations(0.5, std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
-  EXPECT_THROW(tunebench::sized_iterations(0, 1e-6), std::invalid_argument);
+  EXPECT_THROW(tunebench::sized_iterations(-0.5, 1e-6), std::invalid_argument);
   EXPECT_THROW(tunebench::sized_iterations(std::numeric_limits<double>::infinity(), 1e-6), std::invalid_argument);
 }
 

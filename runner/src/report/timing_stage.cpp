@@ -2,10 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/atomic_file.hpp"
 #include "common/c_numbers.hpp"
+#include "common/one_line.hpp"
+#include "common/plural.hpp"
 
 namespace tunebench {
 
@@ -25,6 +28,22 @@ std::string timing_summary(const TimingStageStats& stats) {
                 stats.kernel_seconds(), stats.seconds, 100 * stats.busy(), stats.prepare_seconds(),
                 stats.benchmarks.size(), stats.benchmarks.size() == 1 ? "benchmark" : "benchmarks",
                 stats.sized_iterations.size(), stats.runs());
+  return line;
+}
+
+std::string short_of_min_time_note(const TimingStageStats& stats, double min_time) {
+  if (stats.short_of_min_time.empty()) return "";
+  // The shortest, as the example: the one furthest from what its count was sized for.
+  const auto shortest = std::min_element(stats.short_of_min_time.begin(), stats.short_of_min_time.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+  char line[600];
+  std::snprintf(
+      line, sizeof line,
+      "bench: %s ran less than --benchmark_min_time (%g s) of runs, their runs now shorter than the "
+      "stored times their iteration counts were sized from (%s: %.3g s); with "
+      "--tunebench_iterations=probed Google Benchmark sizes them itself\n",
+      count_of(static_cast<long long>(stats.short_of_min_time.size()), "sized benchmark", "sized benchmarks").c_str(),
+      min_time, escape_controls(shortest->first).c_str(), shortest->second);
   return line;
 }
 

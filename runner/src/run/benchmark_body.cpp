@@ -12,6 +12,7 @@
 #include "context/config_choice.hpp"
 #include "cuda/gpu_clock.hpp"
 #include "report/counters.hpp"
+#include "timing/iteration_sizing.hpp"
 #include "timing/op_timing.hpp"
 
 namespace tunebench {
@@ -119,6 +120,10 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   if (total) {
     measured_s = total->seconds;
     runs = total->iterations;
+    if (loop.stats.sized_iterations.count(family.name) && total->seconds < gbench_min_time()) {
+      auto [it, added] = loop.stats.short_of_min_time.emplace(family.name, total->seconds);
+      if (!added) it->second = std::min(it->second, total->seconds);
+    }
     const RooflinePeaks peaks = family.op->roofline_peaks(context.device);
     set_rate_counters(state, {family.op->flops(family.shape), family.op->bytes(family.shape), total->iterations,
                               total->seconds, family.op->needs_gpu(), peaks.flops, peaks.bytes_per_s});

@@ -213,7 +213,7 @@ int finish_stage(const RunDir& dir, const RunContext& context, const TimingLoopS
   std::vector<ContextEntry> entries = setup;
   const auto timing = timing_context(loop.stats);
   entries.insert(entries.end(), timing.begin(), timing.end());
-  std::string summary = timing_summary(loop.stats);
+  std::string summary = timing_summary(loop.stats) + short_of_min_time_note(loop.stats, gbench_min_time());
   if (tuned_in_loop) {
     const auto tuning = loop_tuning_context(loop.tuning);
     entries.insert(entries.end(), tuning.begin(), tuning.end());

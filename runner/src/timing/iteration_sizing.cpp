@@ -20,7 +20,7 @@ benchmark::IterationCount sized_iterations(double min_time, double run_seconds) 
   if (!(std::isfinite(run_seconds) && run_seconds > 0)) {
     throw std::invalid_argument("a run time of " + c_number(run_seconds) + " s cannot size an iteration count");
   }
-  if (!(std::isfinite(min_time) && min_time > 0)) {
+  if (!(std::isfinite(min_time) && min_time >= 0)) {
     throw std::invalid_argument("a min_time of " + c_number(min_time) + " s cannot size an iteration count");
   }
   constexpr double kSafetyMultiplier = 1.4;  // Google Benchmark 1.7.1's

@@ -18,8 +18,9 @@ double gbench_min_time();
 /// take `run_seconds` of (manual) time under `min_time` seconds: its probe rounds stop at the
 /// first count whose time reaches min_time, and that count is predicted from the last round as
 /// lround(1.4 x min_time / run_seconds) (BenchmarkRunner::PredictNumItersNeeded, kSafetyMultiplier
-/// 1.4); clamped to [1, 1e9] (its kMaxIterations). Throws std::invalid_argument when
-/// `run_seconds` or `min_time` is not positive and finite.
+/// 1.4); clamped to [1, 1e9] (its kMaxIterations), so a min_time of 0 gives 1 iteration, as
+/// its first round does. Throws std::invalid_argument when `run_seconds` is not positive and
+/// finite or `min_time` is negative or not finite.
 benchmark::IterationCount sized_iterations(double min_time, double run_seconds);
 
 /// The run names Google Benchmark gives a benchmark registered with an explicit iteration count

@@ -25,6 +25,9 @@ struct TimingStageStats {
   /// The iteration counts given up front (IterationSizing::kSized), by family name; a benchmark
   /// not in it was probed by Google Benchmark.
   std::unordered_map<std::string, long long> sized_iterations;
+  /// Sized benchmarks a call of which measured less than min_time (their runs now shorter than
+  /// the stored time they were sized from), by family name: each call's measured seconds.
+  std::unordered_map<std::string, double> short_of_min_time;
   /// Adds one call of benchmark `name`: `wall_s` of wall (`prepare_s` of it preparing), `measured_s`
   /// measured over `call_runs`.
   void add(const std::string& name, double wall_s, double prepare_s, double measured_s, double call_runs) {
