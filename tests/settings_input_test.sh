@@ -204,6 +204,20 @@ if [ -w /dev/full ]; then
       && grep -qx "tunebench-cache: $(echo "${cmd#--cache=* }" | cut -d' ' -f1): cannot write to stdout (No space left on device): the output is lost" \
         "$work/err" || fail "tunebench-cache $cmd >/dev/full: exit status $rc: $(cat "$work/err")"
   done
+  # A command that changed the cache says that the change was made, as a script reading exit
+  # status 2 cannot tell it: the key is gone after the evict, back after the import.
+  for cmd in "evict other_op M=1,N=4096,K=4096" "import --keep-unknown-ops $work/many.json"; do
+    set +e
+    # shellcheck disable=SC2086  # the command's words
+    "$cache_cli" --cache="$work/many.sqlite" $cmd >/dev/full 2>"$work/err"; rc=$?
+    set -e
+    made=$([ "${cmd%% *}" = evict ] && echo eviction || echo import)
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$work/err")" -eq 1 ] \
+      && grep -qx "tunebench-cache: ${cmd%% *}: cannot write to stdout (No space left on device): the output is lost; the $made was made" \
+        "$work/err" || fail "tunebench-cache $cmd >/dev/full: exit status $rc: $(cat "$work/err")"
+    want=$([ "$made" = eviction ] && echo 1 || echo 0)
+    expect "$want" "" "$cache_cli" --cache="$work/many.sqlite" show other_op M=1,N=4096,K=4096
+  done
   expect 2 "tunebench-cache: export /dev/full: a device, expected a regular file or a new file name" \
     "$cache_cli" export /dev/full
 fi

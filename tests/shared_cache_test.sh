@@ -3,7 +3,8 @@
 # (no GPU needed): each key is tuned by one process (the others wait for its result, and take the
 # key over when that process dies or stops making progress); the stored best is the config the
 # processes timed; the keys a SIGKILLed parallel warmup finished are in the cache,
-# and the next run neither tunes them again nor leaves the dead run's scratch folder behind.
+# and the next run neither tunes them again nor leaves the dead run's scratch folder behind; a
+# check leaves that folder as it is, and a folder whose keys its cache cannot take is kept.
 set -euo pipefail
 bench=${1:?usage: shared_cache_test.sh BENCH TUNEBENCH_CACHE_CLI}
 cache_cli=${2:?usage: shared_cache_test.sh BENCH TUNEBENCH_CACHE_CLI}
@@ -122,6 +123,15 @@ cached=$(TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list 2>/dev/null | w
 # in the scratch folder alone.
 [ "$cached" -ge $((finished / 2)) ] || fail "$finished keys were finished, $cached reached the cache before the SIGKILL"
 TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list | awk '{print $2}' | sort >"$work/before.keys"
+# A check first (what a user tries before a run) merges and removes nothing: it says that the
+# folder is there for a run to merge, and leaves it and the cache as the SIGKILL left them.
+ls -AR "$TMPDIR" >"$work/scratch.before"
+env TUNEBENCH_CACHE="$work/shared.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 "$bench" --tunebench_shapes="$tp4" \
+  --benchmark_filter=cpu_ --tunebench_check=1 >"$work/check.out" 2>"$work/check.err" || fail "the check failed: $(cat "$work/check.err")"
+grep -Eqx "bench: check passed: 18 benchmarks selected, [0-9]+ keys? to tune \(parallel warmup\); nothing was run or tuned, and 1 scratch folder of sweeps whose bench is gone \(killed\) under $TMPDIR was left for a run to merge" \
+  "$work/check.out" || fail "the check does not say that a run would merge the dead run's folder: $(cat "$work/check.out" "$work/check.err")"
+[ "$(ls -AR "$TMPDIR")" = "$(cat "$work/scratch.before")" ] || fail "the check changed the dead run's scratch folder: $(cat "$work/check.err")"
+[ "$(TUNEBENCH_CACHE="$work/shared.sqlite" "$cache_cli" list | wc -l)" -eq "$cached" ] || fail "the check merged keys into the cache"
 start next 'cpu_' "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; next=$pid
 wait "$next" || fail "the run after the SIGKILL failed: $(cat "$work/next.err")"
 [ "$(grep -c 'removed 1 scratch folder of sweeps whose bench is gone (killed) under' "$work/next.err")" -eq 1 ] \
@@ -156,10 +166,48 @@ for f in "$work"/child.sqlite*; do mv "$f" "$dead/child-0${f#"$work"/child}"; do
 mkfifo "$dead/child-0.keys"
 printf 'pid=%s\nstarted=1\ninstance=%s/%s\nhost=%s\ncache=%s\n' "$gone" "$(cat /proc/sys/kernel/random/boot_id)" \
   "$(readlink /proc/self/ns/pid)" "$(hostname)" "$work/shared.sqlite" >"$dead/owner"
+# A check merges and removes nothing, whichever cache it is given: the dead run's own (opened
+# read-only by the check) or another one (the dead run's cache then gets nothing either).
+echo '{"tunebench_cache_schema": 3, "entries": []}' >"$work/empty.json"
+"$cache_cli" --cache="$work/shared.sqlite" import "$work/empty.json" >/dev/null || fail "cannot make an empty cache"
+for c in shared other; do
+  TUNEBENCH_CACHE="$work/$c.sqlite" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$one" --tunebench_check=1 \
+    >"$work/check.out" 2>"$work/check.err" || fail "the check on $c.sqlite failed: $(cat "$work/check.err")"
+  grep -qx "bench: check passed: 1 benchmark selected, 1 key to tune (in-process sweep); nothing was run or tuned, and 1 scratch folder of sweeps whose bench is gone (killed) under $TMPDIR was left for a run to merge" \
+    "$work/check.out" || fail "the check on $c.sqlite: $(cat "$work/check.out" "$work/check.err")"
+  [ -s "$dead/child-0.sqlite" ] && [ -s "$dead/owner" ] || fail "the check on $c.sqlite removed the dead run's scratch folder: $(cat "$work/check.err")"
+  [ -z "$("$cache_cli" --cache="$work/shared.sqlite" list)" ] || fail "the check on $c.sqlite merged keys into the dead run's cache"
+done
 start mpi-next "$one" "$tiny"
 wait "$pid" || fail "the run after a dead MPI sweep failed: $(cat "$work/mpi-next.err")"
 grep -qx "bench: removed 1 scratch folder of sweeps whose bench is gone (killed) under $TMPDIR; 1 finished key from them merged into the dead run's own cache $work/shared.sqlite" \
   "$work/mpi-next.err" || fail "no one line naming the dead run's own cache: $(cat "$work/mpi-next.err")"
 [ ! -e "$dead" ] || fail "the dead MPI sweep's scratch folder is still there: $(ls -A "$dead")"
 [ "$(sources mpi-next)" = "cache=1" ] || fail "the key a dead MPI rank's child finished was tuned again: $(sources mpi-next)"
+
+# 7. A dead run's folder whose finished keys its cache cannot take (here the cache is gone: a
+# folder not there) is kept, in one line saying why, for a later run to merge; once the cache is
+# back the next run merges the key and removes the folder. A worker store that cannot be read
+# (shard-1.sqlite, not a database) never will be: its keys are tuned again.
+TUNEBENCH_CACHE="$work/child.sqlite" TUNEBENCH_RUNS="$work/child-runs" "$bench" --tunebench_shapes="$tiny" \
+  --benchmark_filter="$one" --benchmark_min_time=0.01 >/dev/null 2>&1 || fail "the run that makes the shard's store failed"
+dead=$TMPDIR/tunebench-warmup-dead02
+mkdir "$dead"
+for f in "$work"/child.sqlite*; do mv "$f" "$dead/shard-0${f#"$work"/child}"; done
+echo "not a database" >"$dead/shard-1.sqlite"
+printf 'pid=%s\nstarted=1\ninstance=%s/%s\nhost=%s\ncache=%s\n' "$gone" "$(cat /proc/sys/kernel/random/boot_id)" \
+  "$(readlink /proc/self/ns/pid)" "$(hostname)" "$work/later/cache.sqlite" >"$dead/owner"
+start kept "$one" "$tiny"
+wait "$pid" || fail "the run beside a dead run's folder it cannot merge failed: $(cat "$work/kept.err")"
+grep -qx "bench: kept 1 scratch folder of sweeps whose bench is gone (killed) under $TMPDIR for a later run to merge: its finished keys could not be merged into the dead run's own cache (config cache $work/later/cache.sqlite is missing)" \
+  "$work/kept.err" || fail "no one line saying that the dead run's folder is kept and why: $(cat "$work/kept.err")"
+[ -s "$dead/shard-0.sqlite" ] && [ -s "$dead/owner" ] || fail "a dead run's folder whose keys were not merged was removed"
+mkdir "$work/later"
+"$cache_cli" --cache="$work/later/cache.sqlite" import "$work/empty.json" >/dev/null || fail "cannot make the dead run's cache"
+start merged "$one" "$tiny"
+wait "$pid" || fail "the run that merges the kept folder failed: $(cat "$work/merged.err")"
+grep -qx "bench: removed 1 scratch folder of sweeps whose bench is gone (killed) under $TMPDIR; 1 finished key from them merged into the dead run's own cache $work/later/cache.sqlite (1 worker store could not be read: its keys are tuned again when needed)" \
+  "$work/merged.err" || fail "no one line saying that the kept folder was merged: $(cat "$work/merged.err")"
+[ ! -e "$dead" ] || fail "the merged folder is still there: $(ls -A "$dead")"
+[ "$("$cache_cli" --cache="$work/later/cache.sqlite" list | wc -l)" -eq 1 ] || fail "the kept folder's key is not in its cache"
 echo "shared_cache: all checks passed"

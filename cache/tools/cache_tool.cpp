@@ -8,7 +8,8 @@
 //
 // The cache is --cache, else $TUNEBENCH_CACHE, else the XDG default (see database.hpp).
 // Exit status: 0 done, 1 nothing matched (show, evict), 2 bad usage or input, or output that
-// could not be written (stdout or the export's FILE; one line says which).
+// could not be written (stdout or the export's FILE; one line says which, and whether an evict
+// or import changed the cache all the same).
 
 #include "cache_tool.hpp"
 
@@ -188,11 +189,17 @@ int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& chec
     std::string cmd;  // the command whose output it was
     for (const auto& a : args) {
       if (a.rfind("--cache=", 0) != 0) {
-        cmd = e(a) + ": ";
+        cmd = a;
         break;
       }
     }
-    std::cerr << "tunebench-cache: " << cmd << "cannot write to stdout (" << why << "): the output is lost\n";
+    // Exit status 2 reads as "nothing done": an evict or import that succeeded (status 0) has
+    // changed the cache all the same, which only this line can say.
+    std::string made;
+    if (status == 0 && cmd == "evict") made = "; the eviction was made";
+    if (status == 0 && cmd == "import") made = "; the import was made";
+    std::cerr << "tunebench-cache: " << (cmd.empty() ? "" : e(cmd) + ": ") << "cannot write to stdout (" << why
+              << "): the output is lost" << made << "\n";
     status = 2;
   }
   return status;

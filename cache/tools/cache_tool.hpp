@@ -16,7 +16,8 @@ namespace tunebench::cache {
 /// imports against `check`; reads TUNEBENCH_CACHE, XDG_CACHE_HOME and HOME for the default
 /// cache. Prints to stdout and stderr and returns the exit status: 0 done, 1 nothing matched
 /// (show, evict), 2 bad usage or input, or output that could not be written (stdout, export's
-/// FILE); one line on stderr says which.
+/// FILE); one line on stderr says which, and for an evict or import whose stdout was lost, that
+/// the cache was changed all the same.
 int run_cache_tool(const std::vector<std::string>& args, const ImportCheck& check);
 
 /// The earliest a measured p50 can be, in nanoseconds: nothing tunebench times is faster (a

@@ -89,14 +89,20 @@ ChildLaunch self_launch(const Invocation& inv) {
 struct SweepPlan {
   std::vector<const Family*> untuned;
   std::unique_ptr<SweepExecutor> executor;
+  DeadScratchFolders dead;  ///< a check's: the killed sweeps' scratch folders a run would merge first
 };
 
 SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families, const BenchmarkFilter& filter,
                      const RunContext& context, const ChoiceLog& choices, const GpuProbe& gpu) {
   // A sweep whose bench was killed left its scratch folder: what its workers finished counts
-  // before the keys to tune are chosen.
-  clean_dead_scratch(inv.settings(), context);
-  SweepPlan plan{untuned_families(families, filter, context, choices), nullptr};
+  // before the keys to tune are chosen. A check writes nothing: it leaves the folders to the run.
+  DeadScratchFolders dead;
+  if (inv.checking()) {
+    dead = find_dead_scratch(inv.settings());
+  } else {
+    clean_dead_scratch(inv.settings(), context);
+  }
+  SweepPlan plan{untuned_families(families, filter, context, choices), nullptr, std::move(dead)};
   plan.executor = choose_executor(inv.settings(), families, plan.untuned, context, gpu, self_launch(inv));
   // A check opens the cache read-only itself: only a cache a run would find read-only is refused.
   const bool read_only = context.cache && (!inv.checking() || cache_read_only_for_a_run(context.cache->path()));
@@ -115,7 +121,13 @@ int check_passed(const std::vector<Family>& families, const BenchmarkFilter& fil
   for (const Family* f : plan.untuned) keys.insert(cache_key(*f->op, f->shape, context));
   std::cout << "bench: check passed: " << count_of(selected, "benchmark", "benchmarks") << " selected, "
             << count_of(static_cast<long long>(keys.size()), "key", "keys") << " to tune (" << plan.executor->name()
-            << "); nothing was run or tuned\n";
+            << "); nothing was run or tuned";
+  if (const auto n = static_cast<long long>(plan.dead.folders.size()); n > 0) {
+    std::cout << ", and " << count_of(n, "scratch folder", "scratch folders")
+              << " of sweeps whose bench is gone (killed) under " << escape_controls(plan.dead.tmp.string())
+              << (n == 1 ? " was" : " were") << " left for a run to merge";
+  }
+  std::cout << "\n";
   return 0;
 }
 

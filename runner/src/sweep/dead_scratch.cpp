@@ -59,20 +59,52 @@ bool worker_store(const fs::path& file) {
   return (name.rfind("shard-", 0) == 0 || name.rfind("child-", 0) == 0) && file.extension() == ".sqlite";
 }
 
-// The finished keys of the folder's workers, merged into `into` in one transaction; their count.
-int merge_shards(const fs::path& dir, cache::ConfigCache& into) {
-  std::vector<cache::ConfigCache::Entry> merged;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (!worker_store(e.path())) continue;
-    cache::ConfigCache shard(e.path(), cache::ConfigCache::OnDamage::kThrow);
-    for (auto& entry : shard.entries()) {
-      if (entry.best) merged.push_back(std::move(entry));
+// The finished entries of the folder's workers, and how many of their stores could not be read
+// (damaged beyond reading, they never will be: their keys are tuned again when needed).
+struct Finished {
+  std::vector<cache::ConfigCache::Entry> entries;
+  int unreadable = 0;
+};
+
+Finished read_finished(const fs::path& dir) {
+  Finished f;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!worker_store(it->path())) continue;
+    try {
+      cache::ConfigCache shard(it->path(), cache::ConfigCache::OnDamage::kThrow);
+      for (auto& entry : shard.entries()) {
+        if (entry.best) f.entries.push_back(std::move(entry));
+      }
+    } catch (const std::exception&) {
+      ++f.unreadable;
     }
   }
-  if (!merged.empty()) into.store(merged);
-  std::set<cache::Key> keys;
-  for (const auto& e : merged) keys.insert(e.key);
-  return static_cast<int>(keys.size());
+  return f;
+}
+
+// Stores `entries` into `file`, the dead run's cache (context.cache when it is that file), in one
+// transaction: "" once they are in it, else why not (one line naming the cache). A missing cache
+// is not made anew: the file its run had may come back (a file system not mounted yet), and the
+// keys wait for it in their folder.
+std::string merge_into(const fs::path& file, const RunContext& context,
+                       const std::vector<cache::ConfigCache::Entry>& entries) {
+  const std::string name = "config cache " + file.string();
+  try {
+    if (context.cache && same_file(file, context.cache->path())) {
+      if (context.cache->read_only()) return name + " is read-only";
+      context.cache->store(entries);
+      return "";
+    }
+    std::error_code ec;
+    if (!fs::exists(file, ec) && !ec) return name + " is missing";
+    cache::ConfigCache other(file, cache::ConfigCache::OnDamage::kThrow);
+    if (other.read_only()) return name + " is read-only";
+    other.store(entries);
+    return "";
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
 }
 
 }  // namespace
@@ -85,61 +117,82 @@ void write_scratch_owner(const fs::path& dir, const fs::path& cache) {
       << "\ncache=" << (cache.empty() ? std::string() : fs::absolute(cache, ec).string()) << "\n";
 }
 
-DeadScratch clean_dead_scratch(const Settings& settings, const RunContext& context) {
-  DeadScratch done;
-  const fs::path tmp = settings.tmp_var.empty() ? fs::path("/tmp") : fs::path(settings.tmp_dir);
+DeadScratchFolders find_dead_scratch(const Settings& settings) {
+  DeadScratchFolders found;
+  found.tmp = settings.tmp_var.empty() ? fs::path("/tmp") : fs::path(settings.tmp_dir);
   std::error_code ec;
-  std::vector<fs::path> dead;
-  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(found.tmp, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind("tunebench-warmup-", 0) != 0 && name.rfind("tunebench-mpi-", 0) != 0) continue;
     std::error_code dir_ec;
     if (!it->is_directory(dir_ec) || it->is_symlink(dir_ec)) continue;
     const auto owner = read_owner(it->path());
-    if (owner && cache::holder_is_gone(owner->holder)) dead.push_back(it->path());
+    if (owner && cache::holder_is_gone(owner->holder)) found.folders.push_back(it->path());
   }
-  if (dead.empty()) return done;
+  return found;
+}
+
+DeadScratch clean_dead_scratch(const Settings& settings, const RunContext& context) {
+  DeadScratch done;
+  const DeadScratchFolders dead = find_dead_scratch(settings);
   std::set<std::string> into;  // the owners' caches that took keys, as their owner files name them
-  for (const auto& dir : dead) {
+  std::set<std::string> why_kept;
+  int merged_folders = 0;
+  for (const auto& dir : dead.folders) {
     const auto owner = read_owner(dir);
-    try {
-      int merged = 0;
-      if (!owner->cache.empty()) {
-        if (context.cache && same_file(owner->cache, context.cache->path())) {
-          if (context.cache->read_only()) throw std::runtime_error("its cache is read-only");
-          merged = merge_shards(dir, *context.cache);
-        } else if (fs::exists(owner->cache, ec)) {
-          cache::ConfigCache other(owner->cache, cache::ConfigCache::OnDamage::kThrow);
-          if (other.read_only()) throw std::runtime_error("its cache is read-only");
-          merged = merge_shards(dir, other);
-        }
+    if (!owner) continue;  // its owner file went meanwhile: another run cleaned it
+    Finished finished = read_finished(dir);
+    std::set<cache::Key> keys;
+    for (const auto& e : finished.entries) keys.insert(e.key);
+    // An owner without a cache stored nothing, and its keys have nowhere to go: nothing to keep.
+    if (!keys.empty() && !owner->cache.empty()) {
+      if (const std::string why = merge_into(owner->cache, context, finished.entries); !why.empty()) {
+        // Removing the folder would lose keys its workers finished: a later run merges them.
+        ++done.kept;
+        why_kept.insert(escape_controls(why));
+        continue;
       }
-      done.keys += merged;
-      if (merged > 0) into.insert(owner->cache.string());
-    } catch (const std::exception&) {
-      ++done.unmerged;
+      done.keys += static_cast<int>(keys.size());
+      ++merged_folders;
+      into.insert(owner->cache.string());
     }
     std::error_code rm;
     fs::remove_all(dir, rm);
-    if (!rm) ++done.folders;
+    if (!rm) {
+      ++done.folders;
+      done.unreadable += finished.unreadable;
+    }
   }
+  if (done.folders == 0 && done.kept == 0) return done;
+  // The keys go to each dead run's own cache (its owner file's), which need not be this run's:
+  // the line names the files, and for a folder kept, why its cache could not take them.
+  const std::string of_sweeps = " of sweeps whose bench is gone (killed) under " + escape_controls(dead.tmp.string());
+  std::string removed, kept;
   if (done.folders > 0) {
-    // The keys go to each dead run's own cache (its owner file's), which need not be this run's:
-    // the line names the files.
     std::string files;
     for (const auto& f : into) files += (files.empty() ? "" : ", ") + escape_controls(f);
-    const bool runs = dead.size() > 1;
-    std::cerr << "bench: removed " << count_of(done.folders, "scratch folder", "scratch folders")
-              << " of sweeps whose bench is gone (killed) under " << escape_controls(tmp.string()) << "; "
-              << (done.keys == 0 ? std::string("no finished key from them merged")
-                                 : count_of(done.keys, "finished key", "finished keys") +
-                                       " from them merged into the " + (runs ? "dead runs' own " : "dead run's own ") +
-                                       (into.size() > 1 ? "caches " : "cache ") + files)
-              << (done.unmerged > 0 ? " (" + count_of(done.unmerged, "folder", "folders") +
-                                          " whose dead run's cache could not take its keys: tuned again when needed)"
-                                    : std::string())
-              << "\n";
+    removed = "removed " + count_of(done.folders, "scratch folder", "scratch folders") + of_sweeps + "; " +
+              (done.keys == 0 ? std::string("no finished key from them merged")
+                              : count_of(done.keys, "finished key", "finished keys") + " from them merged into the " +
+                                    (merged_folders > 1 ? "dead runs' own " : "dead run's own ") +
+                                    (into.size() > 1 ? "caches " : "cache ") + files);
+    if (done.unreadable > 0) {
+      removed += " (" + count_of(done.unreadable, "worker store", "worker stores") +
+                 " could not be read: " + (done.unreadable > 1 ? "their" : "its") +
+                 " keys are tuned again when needed)";
+    }
   }
+  if (done.kept > 0) {
+    std::string why;
+    for (const auto& w : why_kept) why += (why.empty() ? "" : "; ") + w;
+    kept = "kept " + count_of(done.kept, "scratch folder", "scratch folders") + (done.folders > 0 ? "" : of_sweeps) +
+           " for a later run to merge: " +
+           (done.kept > 1 ? "their finished keys could not be merged into the dead runs' own caches ("
+                          : "its finished keys could not be merged into the dead run's own cache (") +
+           why + ")";
+  }
+  const std::string line = removed + (removed.empty() || kept.empty() ? "" : "; ") + kept;
+  std::cerr << "bench: " << line << "\n";
   return done;
 }
 
