@@ -44,6 +44,22 @@ run stale 1 TUNEBENCH_CACHE="$work/stale.sqlite"
 grep -Eq '^bench: [0-9]+ sized benchmarks? ran less than --benchmark_min_time \(1 s\) of runs, .*--tunebench_iterations=probed' \
   "$work/stale.err" || fail "no note of counts sized from stale times: $(cat "$work/stale.err")"
 
+# Stored times 50 times shorter than the runs (a cache tuned on a quiet machine, timed under
+# load): the counts run far past min_time, and one line says so.
+cp "$TUNEBENCH_CACHE" "$work/fast.sqlite"
+/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET p50_ns = max(100, p50_ns / 50)"); c.commit()' \
+  "$work/fast.sqlite"
+run fast 0.001 TUNEBENCH_CACHE="$work/fast.sqlite"
+grep -Eq '^bench: [0-9]+ sized benchmarks? ran more than 4 x --benchmark_min_time \(0.001 s\) of runs, .*--tunebench_iterations=probed' \
+  "$work/fast.err" || fail "no note of counts sized from times too short: $(cat "$work/fast.err")"
+# A time measured on another host (an imported row) sizes nothing: it may be off by any factor.
+cp "$TUNEBENCH_CACHE" "$work/imported.sqlite"
+/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET host = ?", ("elsewhere",)); c.commit()' \
+  "$work/imported.sqlite"
+run imported 0.01 TUNEBENCH_CACHE="$work/imported.sqlite"
+grep -Eq '^bench: timing: .*\(0 with iteration counts sized from stored times\)' "$work/imported.err" \
+  || fail "a time from another host sized a count: $(cat "$work/imported.err")"
+
 python3 - "$work" "$TUNEBENCH_CACHE" <<'PY' || fail "iteration sizing"
 import json, os, sqlite3, sys
 work, cache = sys.argv[1], sys.argv[2]

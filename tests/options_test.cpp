@@ -138,6 +138,12 @@ TEST(Settings, ReadmeTableIsTheSettingsTable) {
   }));
 }
 
+TEST(Settings, ACachePathWithAControlCharacterIsRefused) {
+  // The path goes one a line into a sweep's scratch (its owner file): a newline would forge a line.
+  EXPECT_EQ(error_of({"bench", "--tunebench_cache=/tmp/a\ncache=/tmp/b.sqlite"}),
+            "--tunebench_cache='/tmp/a\\ncache=/tmp/b.sqlite': expected a file path without control characters");
+}
+
 TEST(Settings, UnknownFlagListsTheTablesFlags) {
   const std::string e = error_of({"bench", "--tunebench_nope=1"});
   EXPECT_EQ(e,

@@ -2,6 +2,8 @@
 
 #include "context/config_choice.hpp"
 
+#include <unistd.h>
+
 #include "common/one_line.hpp"
 #include "common/plural.hpp"
 #include "context/key_lease.hpp"
@@ -148,6 +150,13 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   return config;
 }
 
+namespace {
+std::string local_host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+}  // namespace
+
 std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext& context, const ChoiceLog& choices) {
   if (!context.cache) return std::nullopt;
   std::optional<Config> config;
@@ -166,6 +175,11 @@ std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext
   if (!config) return std::nullopt;
   const auto m = context.cache->measurement(key, config->str());
   if (!m || m->status != cache::Status::kOk || !m->p50_ns || *m->p50_ns <= 0) return std::nullopt;
+  // Only a time taken here sizes a count: an imported row (another card, another host, or made
+  // up) may be off by any factor, and a count sized from too short a time runs for ever.
+  if (family.op->needs_gpu() ? m->device_uuid != context.device.uuid : m->host != local_host_name()) {
+    return std::nullopt;
+  }
   return m->p50_ns;
 }
 

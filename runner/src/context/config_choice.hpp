@@ -30,9 +30,10 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
 /// The stored time of one run (p50, ns) of the config `family` will be timed with, where the
 /// run can tell it before timing: the cache's measurement of the replayed config (REPLAY_FROM),
 /// else of the cached best (cached_config). Nothing without a cache, for a key the cache cannot
-/// answer yet (it is tuned in the loop), for a replayed family falling back to live tuning, or
-/// for a config without an ok measurement. Throws cache::SqliteError when the cache cannot be
-/// read.
+/// answer yet (it is tuned in the loop), for a replayed family falling back to live tuning, for
+/// a config without an ok measurement, or for a measurement taken elsewhere (a GPU op's on
+/// another card by UUID, a host op's on another host by name: an import). Throws
+/// cache::SqliteError when the cache cannot be read.
 std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext& context, const ChoiceLog& choices);
 
 /// The config `family` will be timed with: the cache's, else tuned now (a sweep timed as the

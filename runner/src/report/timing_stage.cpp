@@ -32,7 +32,21 @@ std::string timing_summary(const TimingStageStats& stats) {
 }
 
 std::string short_of_min_time_note(const TimingStageStats& stats, double min_time) {
-  if (stats.short_of_min_time.empty()) return "";
+  std::string out;
+  if (!stats.over_min_time.empty()) {
+    const auto longest = std::max_element(stats.over_min_time.begin(), stats.over_min_time.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+    char line[600];
+    std::snprintf(
+        line, sizeof line,
+        "bench: %s ran more than %g x --benchmark_min_time (%g s) of runs, their runs now longer than the "
+        "stored times their iteration counts were sized from (%s: %.3g s); with "
+        "--tunebench_iterations=probed Google Benchmark sizes them itself\n",
+        count_of(static_cast<long long>(stats.over_min_time.size()), "sized benchmark", "sized benchmarks").c_str(),
+        TimingStageStats::kOverrunFactor, min_time, escape_controls(longest->first).c_str(), longest->second);
+    out = line;
+  }
+  if (stats.short_of_min_time.empty()) return out;
   // The shortest, as the example: the one furthest from what its count was sized for.
   const auto shortest = std::min_element(stats.short_of_min_time.begin(), stats.short_of_min_time.end(),
                                          [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -44,7 +58,7 @@ std::string short_of_min_time_note(const TimingStageStats& stats, double min_tim
       "--tunebench_iterations=probed Google Benchmark sizes them itself\n",
       count_of(static_cast<long long>(stats.short_of_min_time.size()), "sized benchmark", "sized benchmarks").c_str(),
       min_time, escape_controls(shortest->first).c_str(), shortest->second);
-  return line;
+  return out + line;
 }
 
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats) {

@@ -23,9 +23,10 @@ std::vector<ContextEntry> timing_context(const TimingStageStats& stats);
 /// runs\n".
 std::string timing_summary(const TimingStageStats& stats);
 
-/// "" when every sized benchmark's calls measured at least `min_time` (Google Benchmark's own
-/// bar for a reported round), else one line naming how many did not and the shortest, and the
-/// setting that leaves the count to Google Benchmark.
+/// "" when every sized benchmark's calls measured between `min_time` (Google Benchmark's own bar
+/// for a reported round) and TimingStageStats::kOverrunFactor x min_time; else a line for those
+/// above (how many, the longest) and one for those below (how many, the shortest), each naming
+/// the setting that leaves the count to Google Benchmark.
 std::string short_of_min_time_note(const TimingStageStats& stats, double min_time);
 
 /// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they

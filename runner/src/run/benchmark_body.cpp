@@ -120,9 +120,15 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   if (total) {
     measured_s = total->seconds;
     runs = total->iterations;
-    if (loop.stats.sized_iterations.count(family.name) && total->seconds < gbench_min_time()) {
-      auto [it, added] = loop.stats.short_of_min_time.emplace(family.name, total->seconds);
-      if (!added) it->second = std::min(it->second, total->seconds);
+    if (loop.stats.sized_iterations.count(family.name)) {
+      const double min_time = gbench_min_time();
+      if (total->seconds < min_time) {
+        auto [it, added] = loop.stats.short_of_min_time.emplace(family.name, total->seconds);
+        if (!added) it->second = std::min(it->second, total->seconds);
+      } else if (total->seconds > TimingStageStats::kOverrunFactor * min_time) {
+        auto [it, added] = loop.stats.over_min_time.emplace(family.name, total->seconds);
+        if (!added) it->second = std::max(it->second, total->seconds);
+      }
     }
     const RooflinePeaks peaks = family.op->roofline_peaks(context.device);
     set_rate_counters(state, {family.op->flops(family.shape), family.op->bytes(family.shape), total->iterations,

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "common/one_line.hpp"
 #include "cuda/kernel_cache_dir.hpp"
 #include "tunebench/nvrtc.hpp"
 #include "tunebench/op_switch.hpp"
@@ -297,6 +298,11 @@ std::vector<SettingSpec> own_rows() {
                   .default_text("`$XDG_CACHE_HOME/tunebench/configs.sqlite`, else `~/.cache/tunebench/configs.sqlite`")
                   .parse([](Settings& s, const string& v, const string& what) {
                     s.cache = non_empty(v, what, "a cache file");
+                    // Its path is written one a line beside a sweep's scratch (the owner file).
+                    if (std::any_of(v.begin(), v.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+                      throw invalid_argument(what + "='" + escape_controls(v) +
+                                             "': expected a file path without control characters");
+                    }
                   }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_SWEEP")
