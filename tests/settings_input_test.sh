@@ -104,6 +104,18 @@ expect 2 "bench: REPLAY_FROM=$work/no-run: no such folder" env REPLAY_FROM="$wor
 expect 2 "bench: PARALLEL_WARMUP_GPUS=2 but only 1 device is visible" env PARALLEL_WARMUP_GPUS=2 \
   CUDA_VISIBLE_DEVICES=0 "$bench" --tunebench_check=1 "${quick[@]}"
 expect 1 "matches no benchmark" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter=nothing
+# Paths under /proc (a kernel file system, where root passes every permission check and still
+# cannot make a file): a check refuses what the run refuses, in the run's own line.
+for setting in "TUNEBENCH_RUNS=/proc/tunebench-nope" "TUNEBENCH_CACHE=/proc/tunebench-nope.sqlite" \
+  "TUNEBENCH_CACHE=/proc/tunebench-nope/c.sqlite" "--benchmark_out=/proc/tunebench-nope.json"; do
+  case $setting in --*) envs=() flags=("$setting") ;; *) envs=("$setting") flags=() ;; esac
+  expect 2 "" env "${envs[@]}" "$bench" "${quick[@]}" "${flags[@]}"
+  cp "$work/err" "$work/run.err"
+  expect 2 "" env "${envs[@]}" "$bench" --tunebench_check=1 "${quick[@]}" "${flags[@]}"
+  [ "$(grep -c . "$work/run.err")" -eq 1 ] && cmp -s "$work/err" "$work/run.err" \
+    || fail "$setting: the check said '$(cat "$work/err")', the run '$(cat "$work/run.err")'"
+done
+
 # TUNEBENCH_RUNS (or --tunebench_runs) that is no folder is named, with what is there, in a check
 # and in a run, before anything is made.
 for how in check run; do

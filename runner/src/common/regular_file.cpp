@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,6 +61,34 @@ std::optional<std::string> read_regular_file(const std::filesystem::path& file) 
     content.append(buffer, static_cast<std::size_t>(n));
   }
   return content;
+}
+
+std::string kernel_file_system(const std::filesystem::path& folder) {
+  struct statfs fs {};
+  if (::statfs(folder.c_str(), &fs) != 0) return "";
+  // Magic numbers of <linux/magic.h>.
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x9fa0:
+      return "proc";
+    case 0x62656572:
+      return "sysfs";
+    case 0x64626720:
+      return "debugfs";
+    case 0x73636673:
+      return "securityfs";
+    case 0x27e0eb:
+      return "cgroup";
+    case 0x63677270:
+      return "cgroup2";
+    case 0xf97cff8c:
+      return "selinuxfs";
+    case 0x6e736673:
+      return "nsfs";
+    case 0xcafe4a11:
+      return "bpf";
+    default:
+      return "";
+  }
 }
 
 }  // namespace tunebench

@@ -30,4 +30,9 @@ std::optional<std::string> read_regular_file(const std::filesystem::path& file);
 /// it leads to.
 std::string file_kind(const std::filesystem::path& path);
 
+/// "" when `folder` is on a file system that keeps files, else the kernel file system it is on
+/// ("proc", "sysfs", "debugfs", ...): there root passes every permission check and a file still
+/// cannot be made, so a check that trusts access() would pass what the run then fails on.
+std::string kernel_file_system(const std::filesystem::path& folder);
+
 }  // namespace tunebench

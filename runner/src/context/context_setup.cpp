@@ -121,6 +121,15 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
   }
 }
 
+// A cache to be made in a folder of a kernel file system (/proc, /sys): root passes access() there
+// and SQLite still cannot create the file. Refused alike by a check and a run.
+void refuse_kernel_file_system(const std::filesystem::path& file, const std::filesystem::path& folder) {
+  if (const std::string kfs = kernel_file_system(folder); !kfs.empty()) {
+    throw std::invalid_argument("config cache " + file.string() + ": cannot create it: the folder " + folder.string() +
+                                " is on " + kfs + ", a kernel file system");
+  }
+}
+
 // --tunebench_check=1's cache (ContextFor::kCheck): what a run would refuse is refused alike, and
 // nothing is made or changed.
 std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::path& file) {
@@ -139,6 +148,7 @@ std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::
       throw std::invalid_argument("config cache " + file.string() + ": cannot create it: the folder " +
                                   folder.string() + " is not writable by this user");
     }
+    refuse_kernel_file_system(file, folder);
     return nullptr;
   }
   // A run starts a new cache in an empty file.
@@ -181,6 +191,16 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   if (gpu.available()) use_gpu(*c, ops, listing);
   if (for_what == ContextFor::kListing) return c;
   const std::filesystem::path cache_file = config_cache_file(settings);
+  if (for_what == ContextFor::kRun) {
+    std::error_code ec;
+    if (!std::filesystem::exists(cache_file, ec)) {
+      std::filesystem::path folder = std::filesystem::absolute(cache_file, ec).parent_path();
+      while (!folder.empty() && !std::filesystem::exists(folder, ec) && folder != folder.parent_path()) {
+        folder = folder.parent_path();
+      }
+      refuse_kernel_file_system(cache_file, folder);
+    }
+  }
   c->cache = for_what == ContextFor::kRun ? std::make_shared<cache::ConfigCache>(cache_file)
                                           : open_cache_for_check(cache_file);
   if (c->cache) {

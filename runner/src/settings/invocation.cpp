@@ -173,6 +173,10 @@ void Invocation::check_paths(const std::string& out_file) const {
     if (!fs::is_directory(parent, ec)) {
       throw std::invalid_argument("--benchmark_out=" + out_file + ": folder " + parent.string() + " does not exist");
     }
+    if (const std::string kfs = kernel_file_system(parent); !kfs.empty()) {
+      throw std::invalid_argument("--benchmark_out=" + out_file + ": folder " + parent.string() + " is on " + kfs +
+                                  ", a kernel file system, expected a folder files can be written in");
+    }
   }
   const fs::path& dir = settings_.kernel_cache;
   if (!dir.empty() && fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
@@ -201,6 +205,10 @@ void Invocation::check_runs_folder() const {
   if (kind != "a folder") throw std::invalid_argument(what + ": " + kind + where + ", " + expected);
   if (::access(p.c_str(), W_OK | X_OK) != 0) {
     throw std::invalid_argument(what + ": the folder" + where + " is not writable by this user, " + expected);
+  }
+  if (const std::string kfs = kernel_file_system(p); !kfs.empty()) {
+    throw std::invalid_argument(what + ": the folder" + where + " is on " + kfs + ", a kernel file system, " +
+                                expected);
   }
 }
 
