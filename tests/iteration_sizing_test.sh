@@ -23,6 +23,11 @@ run() {  # NAME MIN_TIME [VAR=VALUE...]: one run of the tiny set into $work/NAME
   env "$@" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
     --benchmark_out="$work/$name.json" >"$work/$name.out" 2>"$work/$name.err" || fail "$name: $(cat "$work/$name.err")"
 }
+edited_cache() {  # NAME SQL: a copy of the test's cache, $work/NAME.sqlite, with SQL applied
+  cp "$TUNEBENCH_CACHE" "$work/$1.sqlite"
+  /usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' \
+    "$work/$1.sqlite" "$2"
+}
 run cold 0.01                              # empty cache: tuned in the loop, so probed
 run sized 0.01                             # the cache answers every key
 # Probed with a min_time no single iteration reaches, even on a loaded machine: rounds are run.
@@ -37,25 +42,19 @@ run zero 0
 # Stored times 100000 times longer than the runs are now (a host op tuned on a loaded machine,
 # exaggerated so that even this machine's load cannot make one run reach min_time): the counts
 # fall short of min_time, and one line says so and what to do.
-cp "$TUNEBENCH_CACHE" "$work/stale.sqlite"
-/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET p50_ns = p50_ns * 100000"); c.commit()' \
-  "$work/stale.sqlite"
+edited_cache stale "UPDATE measurements SET p50_ns = p50_ns * 100000"
 run stale 1 TUNEBENCH_CACHE="$work/stale.sqlite"
 grep -Eq '^bench: [0-9]+ sized benchmarks? ran less than --benchmark_min_time \(1 s\) of runs, .*--tunebench_iterations=probed' \
   "$work/stale.err" || fail "no note of counts sized from stale times: $(cat "$work/stale.err")"
 
 # Stored times 50 times shorter than the runs (a cache tuned on a quiet machine, timed under
 # load): the counts run far past min_time, and one line says so.
-cp "$TUNEBENCH_CACHE" "$work/fast.sqlite"
-/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET p50_ns = max(100, p50_ns / 50)"); c.commit()' \
-  "$work/fast.sqlite"
+edited_cache fast "UPDATE measurements SET p50_ns = max(100, p50_ns / 50)"
 run fast 0.001 TUNEBENCH_CACHE="$work/fast.sqlite"
 grep -Eq '^bench: [0-9]+ sized benchmarks? ran more than 4 x --benchmark_min_time \(0.001 s\) of runs, .*--tunebench_iterations=probed' \
   "$work/fast.err" || fail "no note of counts sized from times too short: $(cat "$work/fast.err")"
 # A time measured on another host (an imported row) sizes nothing: it may be off by any factor.
-cp "$TUNEBENCH_CACHE" "$work/imported.sqlite"
-/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE measurements SET host = ?", ("elsewhere",)); c.commit()' \
-  "$work/imported.sqlite"
+edited_cache imported "UPDATE measurements SET host = 'elsewhere'"
 run imported 0.01 TUNEBENCH_CACHE="$work/imported.sqlite"
 grep -Eq '^bench: timing: .*\(0 with iteration counts sized from stored times\)' "$work/imported.err" \
   || fail "a time from another host sized a count: $(cat "$work/imported.err")"

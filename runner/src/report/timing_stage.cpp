@@ -31,34 +31,34 @@ std::string timing_summary(const TimingStageStats& stats) {
   return line;
 }
 
+namespace {
+
+// One line for the sized benchmarks `calls` (name -> a call's measured seconds) whose calls ran
+// `how` ("more than 4 x", "less than") min_time: how many, the extreme one (the furthest from what
+// its count was sized for) and why; "" when there are none.
+std::string sized_note(const std::unordered_map<std::string, double>& calls, bool longest, const std::string& how,
+                       const std::string& why, double min_time) {
+  if (calls.empty()) return "";
+  const auto by_seconds = [](const auto& a, const auto& b) { return a.second < b.second; };
+  const auto extreme = longest ? std::max_element(calls.begin(), calls.end(), by_seconds)
+                               : std::min_element(calls.begin(), calls.end(), by_seconds);
+  char line[700];
+  std::snprintf(line, sizeof line,
+                "bench: %s ran %s --benchmark_min_time (%g s) of runs, their runs now %s than the stored times their "
+                "iteration counts were sized from (%s: %.3g s); with --tunebench_iterations=probed Google Benchmark "
+                "sizes them itself\n",
+                count_of(static_cast<long long>(calls.size()), "sized benchmark", "sized benchmarks").c_str(),
+                how.c_str(), min_time, why.c_str(), escape_controls(extreme->first).c_str(), extreme->second);
+  return line;
+}
+
+}  // namespace
+
 std::string short_of_min_time_note(const TimingStageStats& stats, double min_time) {
-  std::string out;
-  if (!stats.over_min_time.empty()) {
-    const auto longest = std::max_element(stats.over_min_time.begin(), stats.over_min_time.end(),
-                                          [](const auto& a, const auto& b) { return a.second < b.second; });
-    char line[600];
-    std::snprintf(
-        line, sizeof line,
-        "bench: %s ran more than %g x --benchmark_min_time (%g s) of runs, their runs now longer than the "
-        "stored times their iteration counts were sized from (%s: %.3g s); with "
-        "--tunebench_iterations=probed Google Benchmark sizes them itself\n",
-        count_of(static_cast<long long>(stats.over_min_time.size()), "sized benchmark", "sized benchmarks").c_str(),
-        TimingStageStats::kOverrunFactor, min_time, escape_controls(longest->first).c_str(), longest->second);
-    out = line;
-  }
-  if (stats.short_of_min_time.empty()) return out;
-  // The shortest, as the example: the one furthest from what its count was sized for.
-  const auto shortest = std::min_element(stats.short_of_min_time.begin(), stats.short_of_min_time.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; });
-  char line[600];
-  std::snprintf(
-      line, sizeof line,
-      "bench: %s ran less than --benchmark_min_time (%g s) of runs, their runs now shorter than the "
-      "stored times their iteration counts were sized from (%s: %.3g s); with "
-      "--tunebench_iterations=probed Google Benchmark sizes them itself\n",
-      count_of(static_cast<long long>(stats.short_of_min_time.size()), "sized benchmark", "sized benchmarks").c_str(),
-      min_time, escape_controls(shortest->first).c_str(), shortest->second);
-  return out + line;
+  char over[32];
+  std::snprintf(over, sizeof over, "more than %g x", TimingStageStats::kOverrunFactor);
+  return sized_note(stats.over_min_time, true, over, "longer", min_time) +
+         sized_note(stats.short_of_min_time, false, "less than", "shorter", min_time);
 }
 
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats) {
