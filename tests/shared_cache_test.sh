@@ -47,7 +47,7 @@ PY
 
 # 1. Three processes started together with overlapping filters (8 keys in all, each wanted by two
 # or three of them; the CPU op tunes in bench itself): each key is tuned once.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 start p1 'cpu_.*/M:(4|8|16)/' "$tp4"; p1=$pid
 start p2 'cpu_.*/M:(8|16|32)/' "$tp4"; p2=$pid
 start p3 'cpu_.*/M:(4|16|32)/' "$tp4"; p3=$pid
@@ -64,7 +64,7 @@ echo "three processes: 8 keys tuned once; $(cat "$work"/p?.err | grep -c 'being 
 # 2. The holder dies (SIGKILL) while another process waits for its key: the waiter says it waits,
 # then takes the key over and tunes it. The holder hangs on a config (an injected fault) so that
 # it holds the key as long as the test needs.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 one='cpu_.*/M:1/N:512/'
 start holder "$one" "$tiny" TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128; holder=$pid
 for _ in $(seq 100); do
@@ -83,7 +83,7 @@ grep -q "^bench: taking over cpu_mxfp4_gemm M=1,N=512,K=128 from pid $holder on 
 
 # 3. A holder that lives but makes no progress (a kernel that never returns) is not waited for
 # forever: after TUNEBENCH_HANG_TIMEOUT seconds without progress its key is taken over.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 start stuck "$one" "$tiny" TUNEBENCH_HANG_TIMEOUT=2 TUNEBENCH_FAULT_INJECT=hang-config=BLOCK_N=16,BLOCK_K=128; stuck=$pid
 for _ in $(seq 100); do grep -q . "$work/stuck.err" 2>/dev/null && [ -s "$work/shared.sqlite" ] && break; sleep 0.1; done
 sleep 0.5
@@ -95,7 +95,7 @@ grep -Eq "^bench: taking over cpu_mxfp4_gemm M=1,N=512,K=128 from pid $stuck on 
 
 # 4. Two parallel warmups started together on one cache: the keys are swept once, by one of
 # them or split between them; the other waits for the results.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 four='cpu_.*/M:(4|8|16|32)/'
 start w1 "$four" "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; w1=$pid
 start w2 "$four" "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; w2=$pid
@@ -109,7 +109,7 @@ measured_best w1 w2 || fail "a process timed another config than the cache keeps
 # 5. SIGKILL of the parent during a parallel warmup (its shards die with it): the keys finished
 # by then are in the cache; the next run merges what is left in the dead run's scratch folder,
 # removes it (one line), takes over the dead run's leases and sweeps only the keys left.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 start killed 'cpu_' "$tp4" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7; killed=$pid
 for _ in $(seq 600); do [ "$(grep -c 'tunebench-shard: tuned' "$work/killed.err" 2>/dev/null)" -ge 4 ] && break; sleep 0.1; done
 kill -KILL "$killed"; wait "$killed" 2>/dev/null || true
@@ -154,7 +154,7 @@ echo "SIGKILL: $finished sweeps finished, $cached keys in the cache, ${merged:-0
 # owner file naming a process that is gone and the cache its keys go to, and a store holding a
 # tuned key. The next run merges the key into that cache (as a parallel warmup's shard-N.sqlite),
 # removes the folder, and does not tune the key again.
-rm -f "$work/shared.sqlite"
+rm -f "$work/shared.sqlite" "$work/shared.sqlite-wal" "$work/shared.sqlite-shm"  # a cache goes with its WAL files
 one='cpu_.*/M:1/N:256/'
 TUNEBENCH_CACHE="$work/child.sqlite" TUNEBENCH_RUNS="$work/child-runs" "$bench" --tunebench_shapes="$tiny" \
   --benchmark_filter="$one" --benchmark_min_time=0.01 >/dev/null 2>&1 || fail "the run that makes the child's store failed"

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace tunebench::cache {
@@ -106,13 +109,26 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms, Acces
     throw SqliteError(msg, rc);
   }
   sqlite3_busy_timeout(db_, busy_timeout_ms);
-  try {
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-  } catch (const SqliteError& e) {
-    // A read-only file or folder cannot switch to WAL; reading still works.
-    if (e.code() != SQLITE_READONLY && e.code() != SQLITE_CANTOPEN) {
-      sqlite3_close(std::exchange(db_, nullptr));
-      throw;
+  // Two processes opening a new file together both switch it to WAL, and SQLite answers the
+  // switch's lock upgrade with SQLITE_BUSY at once, without its busy handler (it could deadlock):
+  // so the switch is retried here, for as long as the busy timeout.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+      break;
+    } catch (const SqliteError& e) {
+      const int primary = e.code() & 0xff;
+      if ((primary == SQLITE_BUSY || primary == SQLITE_LOCKED) && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 5 + 5 * attempt)));
+        continue;
+      }
+      // A read-only file or folder cannot switch to WAL; reading still works.
+      if (e.code() != SQLITE_READONLY && e.code() != SQLITE_CANTOPEN) {
+        sqlite3_close(std::exchange(db_, nullptr));
+        throw;
+      }
+      break;
     }
   }
   const int rc_read = probe_read(db_);

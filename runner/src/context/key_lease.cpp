@@ -86,9 +86,14 @@ std::vector<const Family*> KeyLeases::wait(const std::vector<const Family*>& oth
   std::vector<const Family*> pending = others;
   bool said = false;
   auto pause = std::chrono::milliseconds(100);
+  // A key is answered once its holder has let it go with a result: a sweep stores a key's first
+  // result before it is final (a parallel warmup's finalists are re-timed after its shards store
+  // them), so a result under another process's lease is not yet the one to time.
+  const auto settled = [&](const Family* f) {
+    return answered(*f) && !context_.cache->lease_holder(cache_key(*f->op, f->shape, context_));
+  };
   for (;;) {
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [&](const Family* f) { return answered(*f); }),
-                  pending.end());
+    pending.erase(std::remove_if(pending.begin(), pending.end(), settled), pending.end());
     if (pending.empty()) return {};
     if (!said) {
       said = true;
