@@ -135,7 +135,7 @@ constexpr const char* kKeyMatch =
     "op = ?1 AND kernel_version = ?2 AND tuning_key = ?3 AND device_name = ?4 AND device_cc = ?5 AND "
     "toolkit = ?6 AND timing_mode = ?7";
 
-std::string this_host() {
+std::string local_host() {
   static const std::string name = [] {
     char text[256] = {};
     return gethostname(text, sizeof text - 1) == 0 ? std::string(text) : std::string();
@@ -758,7 +758,7 @@ void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& res
         .bind(13, m.error)
         .bind(14, m.measured_at ? m.measured_at : now_s())
         .bind(15, m.device_uuid)
-        .bind(16, m.host.empty() ? this_host() : m.host);
+        .bind(16, m.host.empty() ? local_host() : m.host);
     s.step();
   }
   if (best && !stored_best_is_faster(key, *best)) {
@@ -781,22 +781,14 @@ bool ConfigCache::stored_best_is_faster(const Key& key, const Best& incoming) {
   std::int64_t stored_p50 = b.int64(1);
   b.reset();
   if (config == incoming.config) return false;
-  const auto latest = [&](const std::string& c) -> std::optional<std::pair<std::string, std::optional<std::int64_t>>> {
-    Statement& m =
-        prepared(std::string("SELECT status, p50_ns FROM measurements WHERE ") + kKeyMatch + " AND config = ?8");
-    m.bind_key(key).bind(8, c);
-    std::optional<std::pair<std::string, std::optional<std::int64_t>>> out;
-    if (m.step()) out.emplace(m.text(0), m.opt_int64(1));
-    m.reset();
-    return out;
-  };
-  if (const auto own = latest(config)) {
-    if (own->first != "ok") return false;
-    if (own->second && *own->second > 0) stored_p50 = *own->second;
+  if (const auto own = measurement(key, config)) {
+    if (own->status != Status::kOk) return false;
+    if (own->p50_ns && *own->p50_ns > 0) stored_p50 = *own->p50_ns;
   }
   std::int64_t incoming_p50 = incoming.p50_ns;
-  if (const auto own = latest(incoming.config); own && own->first == "ok" && own->second && *own->second > 0) {
-    incoming_p50 = *own->second;
+  if (const auto own = measurement(key, incoming.config);
+      own && own->status == Status::kOk && own->p50_ns && *own->p50_ns > 0) {
+    incoming_p50 = *own->p50_ns;
   }
   if (stored_p50 <= 0 || incoming_p50 <= 0) return false;
   return static_cast<double>(stored_p50) * (1.0 + kTieTolerance) < static_cast<double>(incoming_p50);
@@ -848,5 +840,7 @@ std::vector<Key> ConfigCache::measured_keys() {
   while (s.step()) out.push_back(s.key(0));
   return out;
 }
+
+std::string this_host() { return local_host(); }
 
 }  // namespace tunebench::cache

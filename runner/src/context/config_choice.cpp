@@ -2,8 +2,6 @@
 
 #include "context/config_choice.hpp"
 
-#include <unistd.h>
-
 #include "common/one_line.hpp"
 #include "common/plural.hpp"
 #include "context/key_lease.hpp"
@@ -150,13 +148,6 @@ std::optional<Config> cached_config(const Family& family, const RunContext& cont
   return config;
 }
 
-namespace {
-std::string local_host_name() {
-  char name[256] = {};
-  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
-}
-}  // namespace
-
 std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext& context, const ChoiceLog& choices) {
   if (!context.cache) return std::nullopt;
   std::optional<Config> config;
@@ -177,7 +168,7 @@ std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext
   if (!m || m->status != cache::Status::kOk || !m->p50_ns || *m->p50_ns <= 0) return std::nullopt;
   // Only a time taken here sizes a count: an imported row (another card, another host, or made
   // up) may be off by any factor, and a count sized from too short a time runs for ever.
-  if (family.op->needs_gpu() ? m->device_uuid != context.device.uuid : m->host != local_host_name()) {
+  if (family.op->needs_gpu() ? m->device_uuid != context.device.uuid : m->host != cache::this_host()) {
     return std::nullopt;
   }
   return m->p50_ns;

@@ -40,6 +40,10 @@ struct Key {
   friend bool operator<(const Key& a, const Key& b);
 };
 
+/// This machine's host name (gethostname; "" when it cannot be read): what store() records in a
+/// Measurement whose host was left empty, so a measurement taken here is one whose host equals it.
+std::string this_host();
+
 /// Outcome of timing one config.
 enum class Status { kOk, kCompileFailed, kLaunchFailed, kWrongResult, kTimeout, kUnsupported };
 
