@@ -52,7 +52,9 @@ std::int64_t wgmma_smem_bytes(const Config& config) {
 std::int64_t wgmma_ws_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N"),
                      stages = config.get("STAGES");
-  const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
+  const std::int64_t w_smem = mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "W_SMEM");
+  const std::int64_t stage =
+      block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16) + w_smem * block_n * block_k * 2;
   const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
   return std::max(stages * stage, out) + 2 * block_m * 4 + 2 * stages * 8;
 }
@@ -132,9 +134,15 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
                        split_k = config.get("SPLIT_K"), mma_n = config.get("MMA_N");
     if (device.cc_major != 9 || device.cc_minor != 0) return false;  // sm_90a's wgmma
     if (block_n % (64 * consumers) || block_m % mma_n) return false;
+    // W_SMEM 1 dequantizes with whole producer warpgroups; without it one warp or four copy.
+    const std::int64_t producers = family.value(config, "PRODUCERS"), w_smem = family.value(config, "W_SMEM");
+    if (w_smem == 1 ? producers == 1 : producers == 8) return false;
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
-    // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block).
-    if (block_n / 64 / consumers * block_m / 2 > 128) return false;
+    // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block), and
+    // 40 registers besides within a thread's share of the SM's 64 Ki (168 at 12 warps, 128 at 16).
+    const std::int64_t accumulators = block_n / 64 / consumers * block_m / 2;
+    const std::int64_t threads = consumers * 128 + producers * 32;
+    if (accumulators > 128 || accumulators + 40 > 65536 / threads / 8 * 8) return false;
     return shape.m >= kWgmmaWsMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_ws_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }

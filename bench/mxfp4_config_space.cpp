@@ -80,6 +80,27 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     four(128, 128, 4, {1, 2, 4});
     four(256, 64, 4, {1});
     four(256, 128, 3, {1});
+    // W dequantized into shared memory by a producer warpgroup (W_SMEM 1; two warpgroups where
+    // a stage's MMAs are short against its dequantization): a stage also holds BLOCK_N x
+    // BLOCK_K x 2 bytes of BF16 W, so the deepest rings fit at BLOCK_K 64.
+    const auto smem = [&](std::int64_t block_m, std::int64_t block_k, std::vector<std::int64_t> stages,
+                          std::vector<std::int64_t> split_k, std::vector<std::int64_t> producers) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128}},
+                     {"BLOCK_K", {block_k}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", std::move(stages)},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {block_m}},
+                     {"PRODUCERS", std::move(producers)},
+                     {"W_SMEM", {1}}});
+    };
+    smem(32, 128, {4}, {2, 4, 8}, {4, 8});
+    smem(64, 128, {3}, {1, 2, 4}, {4, 8});
+    smem(64, 64, {6}, {2, 4}, {4});
+    smem(128, 128, {3}, {1, 2, 4}, {4, 8});
+    smem(128, 64, {5}, {1, 2, 4}, {4});
+    smem(256, 64, {4}, {1, 2}, {4});
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of

@@ -78,11 +78,13 @@ bool is_wgmma_config(const Config& config);
 /// activations in with cp.async through a ring of STAGES mbarrier-guarded stages, CONSUMERS
 /// warpgroups dequantizing W into wgmma's register fragment and running wgmma on the
 /// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
-/// mxfp4_splitk_finish).
+/// mxfp4_splitk_finish). With W_SMEM=1 the producers (4 or 8 warps) also dequantize W into
+/// BF16 tiles in shared memory and the consumers run wgmma with both operands there.
 bool is_wgmma_ws_config(const Config& config);
 
 /// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
-/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), and the
+/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272, + BLOCK_N x
+/// BLOCK_K x 2 of dequantized W with W_SMEM 1), and the
 /// epilogue's tile (BLOCK_M x (BLOCK_N + 8) x 2 of BF16 at SPLIT_K 1, BLOCK_M x (BLOCK_N + 4) x
 /// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers. Throws
 /// ConfigError if `config` lacks one of those parameters.
@@ -206,10 +208,11 @@ class Mxfp4GpuOp : public Op {
   /// STAGES 3, and STAGES 3/4 with MMA_OVERLAP 1),
   /// none in the dense op's default space (its dequantize family is faster there); in both
   /// ops' expanded space 57 configs. The warp-specialized wgmma family (WGMMA_WS=1: BLOCK_M,
-  /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS): in both ops'
-  /// expanded space 38 configs (BLOCK_M 32..256 with MMA_N = BLOCK_M, BLOCK_N 64 or 128,
-  /// BLOCK_K 64..256, SPLIT_K 1..8, one or four producer warps), in no default space (none won
-  /// a shape on an H200, docs/perf-mxfp4.md). The dense op then adds the dequantize-then-cuBLASLt family,
+  /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS and W_SMEM): in
+  /// both ops' expanded space 38 configs with W dequantized in registers (BLOCK_M 32..256 with
+  /// MMA_N = BLOCK_M, BLOCK_N 64 or 128, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
+  /// warps; none won a shape on an H200, docs/perf-mxfp4.md) and the W_SMEM 1 configs
+  /// (wgmma_ws_smem_configs). The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   /// Built once per op and kind (the same list on every call): each list of the code goes through
@@ -238,7 +241,9 @@ class Mxfp4GpuOp : public Op {
   /// only, BLOCK_M a multiple of MMA_N (32, 64, 128 or 256) up to 256, BLOCK_N a multiple of 64 x
   /// CONSUMERS (1 or 2) up to 1024, at most 128 fp32 accumulators a thread (BLOCK_N / 64 /
   /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
-  /// <= 16, PRODUCERS 1 or 4 (or absent), N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
+  /// <= 16, PRODUCERS 1 or 4 (or absent) with W_SMEM 0 (or absent), 4 or 8 with W_SMEM 1, the
+  /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x 128 +
+  /// PRODUCERS x 32 threads), N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
   /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in

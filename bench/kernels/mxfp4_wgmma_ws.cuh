@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
 // mxfp4_splitk_finish when SPLIT_K > 1. Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS)
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -35,18 +35,29 @@
 //   fp32 workspace with 16-byte vector reductions (red.global.add.v4.f32), and
 //   mxfp4_splitk_finish rounds and zeroes it. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
+// - W_SMEM 1 moves the dequantization off the consumers: the producer warps (one or two whole
+//   warpgroups) also dequantize each tile's W codes, once their copies have landed, into BF16
+//   tiles of the stage in wgmma's K-major layout (as the activations are laid out), and arrive on
+//   `full` only then. The consumers issue a whole tile's wgmmas with both operands in shared
+//   memory and wait once a tile (for the previous tile's MMAs, whose stage they then release),
+//   so up to two tiles of MMAs are in flight and none waits on a dequantization.
 // Config: WGMMA_WS=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N (a multiple of 64 x
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
 // buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
-// SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4),
-// FOLDSCALE, MOE.
+// SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4;
+// 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), FOLDSCALE, MOE.
 #define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
 #define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WS_CONSUMER_THREADS (CONSUMERS * 128)
 #define WS_PRODUCER_THREADS (PRODUCERS * 32)
 #define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
 #define WS_A_STAGE (BLOCK_M * BLOCK_K * 2)
-#define WS_STAGE_BYTES (WS_A_STAGE + WQ_STAGE + WS_STAGE)
+#if W_SMEM
+#define WS_WB_STAGE (BLOCK_N * BLOCK_K * 2)  // the dequantized W tile: BF16, K-major planes of 8 columns
+#else
+#define WS_WB_STAGE 0
+#endif
+#define WS_STAGE_BYTES (WS_A_STAGE + WQ_STAGE + WS_STAGE + WS_WB_STAGE)
 #define WS_PIPE_BYTES (STAGES * WS_STAGE_BYTES)
 #if SPLIT_K > 1
 #define WS_OUT_LD (BLOCK_N + 4)  // the epilogue's padded fp32 row: a warp's 4 rows in different banks
@@ -58,6 +69,9 @@
 #define WS_SMEM_MAIN (WS_PIPE_BYTES > WS_OUT_BYTES ? WS_PIPE_BYTES : WS_OUT_BYTES)
 #define WS_LAG (STAGES - 2)  // tiles the producer keeps in flight beyond the ones it signalled
 
+#if W_SMEM && PRODUCERS % 4 != 0
+#error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
+#endif
 #if BLOCK_K % 64 != 0 || STAGES < 2 || BLOCK_M % MMA_N != 0 || BLOCK_N % (64 * CONSUMERS) != 0
 #error "mxfp4_wgmma_ws: BLOCK_K a multiple of 64, STAGES >= 2, BLOCK_M a multiple of MMA_N, BLOCK_N of 64 x CONSUMERS"
 #endif
@@ -85,6 +99,38 @@ __device__ __forceinline__ void cp_async_wait_upto(int n) {
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(WS_CONSUMER_THREADS) : "memory");
 }
+
+// The producers' own barrier (named barrier 2), W_SMEM only: every producer's copies of a tile
+// have landed before any producer dequantizes from them.
+__device__ __forceinline__ void producers_sync() {
+  asm volatile("bar.sync 2, %0;\n" ::"n"(WS_PRODUCER_THREADS) : "memory");
+}
+
+#if W_SMEM
+// Producer warp pw (of PRODUCERS) dequantizes the atoms pw, pw + PRODUCERS, ... of the stage at
+// `base` into its BF16 W tile. Register j of word s of a lane's fragment (dequant_atom) holds W
+// row 16T + g (+ 8 for odd j), columns 32 ka + 16 s + 2t (+ 8 for j >= 2) and the next; it goes
+// to plane (column / 8) of BLOCK_N rows of 16 bytes, so that a warp's store of one register
+// writes 8 whole 16-byte rows: 128 contiguous bytes, no bank conflicts.
+__device__ __forceinline__ void dequant_stage_to_smem(u8* base, int pw, int lane) {
+  const u8* wq_s = base + WS_A_STAGE;
+  const u8* ws_s = wq_s + WQ_STAGE;
+  u8* wb = base + WS_A_STAGE + WQ_STAGE + WS_STAGE;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll 2
+  for (int atom = pw; atom < BLOCK_N / 16 * KA; atom += PRODUCERS) {
+    const int tile16 = atom / KA, ka = atom % KA;
+    u32 a[2][4];
+    tile_w_fragment(wq_s, ws_s, atom, lane, a);
+    u8* row = wb + (tile16 * 16 + g) * 16 + t * 4;
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        *reinterpret_cast<u32*>(row + (ka * 4 + s * 2 + (j >> 1)) * (BLOCK_N * 16) + (j & 1) * 128) = a[s][j];
+  }
+}
+#endif
 
 __device__ __forceinline__ void red_add_v4(float* p, float4 v) {
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
@@ -156,12 +202,20 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       cp_async_commit();
       if (kt >= WS_LAG) {
         cp_async_wait<WS_LAG>();
+#if W_SMEM
+        producers_sync();
+        dequant_stage_to_smem(smem + ((kt - WS_LAG) % STAGES) * WS_STAGE_BYTES, ptid >> 5, lane);
+#endif
         fence_proxy_async();
         mbar_arrive(&full[(kt - WS_LAG) % STAGES]);
       }
     }
     for (int kt = k_tiles > WS_LAG ? k_tiles - WS_LAG : 0; kt < k_tiles; ++kt) {
       cp_async_wait_upto(k_tiles - 1 - kt);
+#if W_SMEM
+      producers_sync();
+      dequant_stage_to_smem(smem + (kt % STAGES) * WS_STAGE_BYTES, ptid >> 5, lane);
+#endif
       fence_proxy_async();
       mbar_arrive(&full[kt % STAGES]);
     }
@@ -178,6 +232,35 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #pragma unroll
       for (int i = 0; i < MMA_N / 2; ++i) acc[m][p][i] = 0.0f;
 
+#if W_SMEM
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const u8* base = smem + (kt % STAGES) * WS_STAGE_BYTES;
+    mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
+    fence_proxy_async();
+    const u32 a_addr = smem_addr(base), w_addr = smem_addr(base + WS_A_STAGE + WQ_STAGE + WS_STAGE);
+#pragma unroll
+    for (int m = 0; m < WS_MW; ++m)
+#pragma unroll
+      for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < BLOCK_K / 16; ++ks)
+#pragma unroll
+      for (int p = 0; p < WS_NP; ++p) {
+        if (p * MMA_N >= row_count) continue;  // block-uniform
+        const unsigned long long b = smem_desc(a_addr + ks * 2 * (BLOCK_M * 16) + p * MMA_N * 16, BLOCK_M * 16, 128);
+#pragma unroll
+        for (int m = 0; m < WS_MW; ++m) {
+          const unsigned long long w =
+              smem_desc(w_addr + ks * 2 * (BLOCK_N * 16) + (wg * WS_MW + m) * 64 * 16, BLOCK_N * 16, 128);
+          wgmma_ss<MMA_N>(acc[m][p], w, b);
+        }
+      }
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous tile's MMAs: its stage is free
+    if (kt > 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+  }
+#else
   const int tile0 = (wg * WS_MW * 4 + wq) * KA;  // the warp's first 16-row tile, atom 0
   u32 wa[2][WS_MW][2][4];
   mbar_wait(&full[0], 0);
@@ -231,6 +314,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       }
     }
   }
+#endif
   wgmma_wait<0>();
 #pragma unroll
   for (int m = 0; m < WS_MW; ++m)
