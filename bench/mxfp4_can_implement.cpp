@@ -53,10 +53,11 @@ std::int64_t wgmma_ws_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N"),
                      stages = config.get("STAGES");
   const std::int64_t w_smem = mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "W_SMEM");
-  const std::int64_t stage =
-      block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16) + w_smem * block_n * block_k * 2;
+  const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
+  // Two dequantized W tiles with W_SMEM 1, and 1024 bytes to align the swizzled rings.
+  const std::int64_t pipe = stages * stage + w_smem * 2 * block_n * block_k * 2 + 1024;
   const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
-  return std::max(stages * stage, out) + 2 * block_m * 4 + 2 * stages * 8;
+  return std::max(pipe, out) + 2 * block_m * 4 + 2 * stages * 8;
 }
 
 std::int64_t decode_block_n(const Config& config) {

@@ -81,8 +81,8 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     four(256, 64, 4, {1});
     four(256, 128, 3, {1});
     // W dequantized into shared memory by a producer warpgroup (W_SMEM 1; two warpgroups where
-    // a stage's MMAs are short against its dequantization): a stage also holds BLOCK_N x
-    // BLOCK_K x 2 bytes of BF16 W, so the deepest rings fit at BLOCK_K 64.
+    // a tile's MMAs are short against its dequantization). The two BF16 W tiles take 32 or 64
+    // KiB beside the ring, so deep rings fit where BLOCK_M or BLOCK_K is small.
     const auto smem = [&](std::int64_t block_m, std::int64_t block_k, std::vector<std::int64_t> stages,
                           std::vector<std::int64_t> split_k, std::vector<std::int64_t> producers) {
       add(wgmma_ws, {{"BLOCK_M", {block_m}},
@@ -95,12 +95,13 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
                      {"PRODUCERS", std::move(producers)},
                      {"W_SMEM", {1}}});
     };
-    smem(32, 128, {4}, {2, 4, 8}, {4, 8});
-    smem(64, 128, {3}, {1, 2, 4}, {4, 8});
-    smem(64, 64, {6}, {2, 4}, {4});
+    smem(32, 128, {4, 8}, {2, 4, 8}, {4});
+    smem(32, 128, {8}, {4}, {8});
+    smem(64, 128, {3, 6}, {1, 2, 4}, {4});
+    smem(64, 64, {8}, {2, 4}, {4});
     smem(128, 128, {3}, {1, 2, 4}, {4, 8});
-    smem(128, 64, {5}, {1, 2, 4}, {4});
-    smem(256, 64, {4}, {1, 2}, {4});
+    smem(128, 64, {4, 8}, {1, 2, 4}, {4});
+    smem(256, 64, {4, 5}, {1, 2}, {4});
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of

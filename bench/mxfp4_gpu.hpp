@@ -83,8 +83,8 @@ bool is_wgmma_config(const Config& config);
 bool is_wgmma_ws_config(const Config& config);
 
 /// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
-/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272, + BLOCK_N x
-/// BLOCK_K x 2 of dequantized W with W_SMEM 1), and the
+/// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), + 2 x
+/// BLOCK_N x BLOCK_K x 2 of dequantized W with W_SMEM 1, + 1024 of alignment, and the
 /// epilogue's tile (BLOCK_M x (BLOCK_N + 8) x 2 of BF16 at SPLIT_K 1, BLOCK_M x (BLOCK_N + 4) x
 /// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers. Throws
 /// ConfigError if `config` lacks one of those parameters.

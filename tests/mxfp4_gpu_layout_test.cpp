@@ -279,11 +279,31 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   // A config lacking an axis is false, never an exception.
   EXPECT_FALSE(dense.can_implement(tunebench::Config{{"WGMMA_WS", 1}, {"BLOCK_M", 128}}, mid, dev));
   // Shared memory: BF16 epilogue at SPLIT_K 1, fp32 under split-K, whichever is larger than the
-  // pipeline; then 8 bytes of row indices a block row and 16 bytes of mbarriers a stage.
-  EXPECT_EQ(wgmma_ws_smem_bytes(c), 4 * (128 * 128 * 2 + 8 * 4 * 272) + 128 * 8 + 4 * 16);
+  // pipeline (and 1024 bytes to align its swizzled rings); then 8 bytes of row indices a block
+  // row and 16 bytes of mbarriers a stage.
+  EXPECT_EQ(wgmma_ws_smem_bytes(c), 4 * (128 * 128 * 2 + 8 * 4 * 272) + 1024 + 128 * 8 + 4 * 16);
   EXPECT_EQ(wgmma_ws_smem_bytes(ws(128, 256, 64, 2, 1, 128, 2)),
             std::max<std::int64_t>(2 * (128 * 64 * 2 + 16 * 2 * 272), 128 * 264 * 2) + 128 * 8 + 2 * 16);
   EXPECT_EQ(wgmma_ws_smem_bytes(ws(128, 256, 64, 2, 2, 128, 2)), 128 * 260 * 4 + 128 * 8 + 2 * 16);
+  // W_SMEM 1: whole producer warpgroups (4 or 8 warps; 8 only with it), two BF16 W tiles beside
+  // the ring, and the accumulators within what 16 warps leave a thread (128 registers).
+  const auto smem = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages, std::int64_t producers,
+                        std::int64_t w_smem = 1) {
+    auto p = ws(block_m, 128, block_k, 2, 1, block_m, stages).params();
+    p.emplace_back("PRODUCERS", producers);
+    p.emplace_back("W_SMEM", w_smem);
+    return tunebench::Config(p);
+  };
+  EXPECT_TRUE(dense.can_implement(smem(128, 128, 3, 4), mid, dev));
+  EXPECT_TRUE(moe.can_implement(smem(128, 128, 3, 8), mid, dev));
+  EXPECT_FALSE(dense.can_implement(smem(128, 128, 3, 1), mid, dev));     // one warp cannot dequantize for wgmma
+  EXPECT_FALSE(dense.can_implement(smem(128, 128, 3, 8, 0), mid, dev));  // 8 producer warps only with W_SMEM
+  EXPECT_FALSE(dense.can_implement(smem(128, 128, 4, 4), mid, dev));     // 4 x 41 KiB + 2 x 32 KiB
+  EXPECT_FALSE(dense.can_implement(smem(256, 64, 4, 8), mid, dev));      // 128 accumulators, 16 warps
+  EXPECT_TRUE(dense.can_implement(smem(256, 64, 4, 4), mid, dev));
+  EXPECT_EQ(tunebench::bench::mxfp4_block_threads(smem(128, 128, 3, 8)), 2 * 128 + 8 * 32);
+  EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
+            3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 16);
   // Every expanded config of the family runs M = 32..2048 on some geometry of the EP and TP4
   // sets, and neither op's default space holds one (none won a shape on an H200, 2026-12-02).
   int expanded = 0, grouped_default = 0, dense_default = 0;

@@ -13,7 +13,7 @@
 // Block = CONSUMERS warpgroups (warps 0 .. 4 CONSUMERS - 1, so that each warpgroup starts at a
 // warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
 // no more registers are lost, since nine warps already put three on one of the SM's four
-// register files).
+// register files; 4 or 8 with W_SMEM 1).
 // - The producer warps alone move data: for each K tile of the block's K range (blockIdx.z's
 //   1/SPLIT_K of K) it waits until the consumers have released the tile's stage (the `empty`
 //   mbarrier), copies the activation rows (BF16, gathered for the grouped op) and the W codes
@@ -25,7 +25,7 @@
 //   in mxfp4_wgmma, warp q of the group dequantizes rows 16q..16q+15 of each tile from the
 //   stage into wgmma's register A fragment (pack_for_gpu's layout is, warp by warp, that
 //   fragment), and the activations are the B operand, read by the tensor cores from the stage
-//   in pieces of MMA_N rows (canonical K-major layout without swizzle, as in mxfp4_wgmma).
+//   in pieces of MMA_N rows (K-major, 128-byte swizzled: sw128).
 //   While an atom's MMAs run, the next atom's codes are loaded and, once the MMAs before them
 //   are done, dequantized; the first atom of the next tile likewise, so the tensor pipe does not
 //   drain at tile boundaries. A tile's stage is released (every consumer thread arrives on
@@ -36,11 +36,12 @@
 //   mxfp4_splitk_finish rounds and zeroes it. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
 // - W_SMEM 1 moves the dequantization off the consumers: the producer warps (one or two whole
-//   warpgroups) also dequantize each tile's W codes, once their copies have landed, into BF16
-//   tiles of the stage in wgmma's K-major layout (as the activations are laid out), and arrive on
-//   `full` only then. The consumers issue a whole tile's wgmmas with both operands in shared
-//   memory and wait once a tile (for the previous tile's MMAs, whose stage they then release),
-//   so up to two tiles of MMAs are in flight and none waits on a dequantization.
+//   warpgroups) also dequantize each tile's W codes, once their copies have landed, into one of
+//   two BF16 W tiles in the activations' layout, and arrive on `full` only then. The consumers
+//   issue a whole tile's wgmmas with both operands in shared memory and wait once a tile (for
+//   the previous tile's MMAs, whose stage they then release), so up to two tiles of MMAs are in
+//   flight and none waits on a dequantization. The BF16 tiles are two whatever STAGES is, so
+//   that the ring of copies can be deep.
 // Config: WGMMA_WS=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N (a multiple of 64 x
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
 // buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
@@ -51,14 +52,20 @@
 #define WS_CONSUMER_THREADS (CONSUMERS * 128)
 #define WS_PRODUCER_THREADS (PRODUCERS * 32)
 #define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
+// Shared memory: the activation ring (STAGES tiles), the ring of dequantized W tiles (W_SMEM
+// only: two, since a tile is dequantized just before its MMAs), both aligned to 1024 bytes as
+// the 128-byte swizzle asks, then the ring of W codes and scales as copied.
 #define WS_A_STAGE (BLOCK_M * BLOCK_K * 2)
+#define WS_W_STAGE (WQ_STAGE + WS_STAGE)
 #if W_SMEM
-#define WS_WB_STAGE (BLOCK_N * BLOCK_K * 2)  // the dequantized W tile: BF16, K-major planes of 8 columns
+#define WS_WB_STAGES 2
 #else
-#define WS_WB_STAGE 0
+#define WS_WB_STAGES 0
 #endif
-#define WS_STAGE_BYTES (WS_A_STAGE + WQ_STAGE + WS_STAGE + WS_WB_STAGE)
-#define WS_PIPE_BYTES (STAGES * WS_STAGE_BYTES)
+#define WS_WB_STAGE (BLOCK_N * BLOCK_K * 2)
+#define WS_WB_RING (STAGES * WS_A_STAGE)
+#define WS_W_RING (WS_WB_RING + WS_WB_STAGES * WS_WB_STAGE)
+#define WS_PIPE_BYTES (WS_W_RING + STAGES * WS_W_STAGE + 1024)  // + the alignment to 1024 bytes
 #if SPLIT_K > 1
 #define WS_OUT_LD (BLOCK_N + 4)  // the epilogue's padded fp32 row: a warp's 4 rows in different banks
 #define WS_OUT_BYTES (BLOCK_M * WS_OUT_LD * 4)
@@ -100,6 +107,21 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(WS_CONSUMER_THREADS) : "memory");
 }
 
+// wgmma's 128-byte swizzled K-major layout (PTX ISA, "Shared Memory Matrix Layout": swizzling
+// mode 128B), for the activations and the dequantized W alike: a block of rows, 64 BF16
+// columns (128 bytes) each, in groups of 8 rows (1024 bytes); chunk c (0..7, 16 bytes) of row
+// r sits at chunk c ^ (r % 8) of its row, so that the 8 rows a core matrix takes from one chunk
+// column lie in 8 different bank groups. A K tile is BLOCK_K / 64 such blocks, one after the
+// other. This returns the byte offset of chunk c of row r within its block.
+__device__ __forceinline__ int sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+
+// The matrix descriptor of a 128-byte swizzled K-major operand at `addr` (its first row within
+// a 1024-byte-aligned block, plus 32 bytes per k16 step): stride 1024 bytes between 8-row
+// groups; the leading offset is unused in this mode (1 by convention).
+__device__ __forceinline__ unsigned long long smem_desc_sw128(u32 addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | 1ull << 16 | (unsigned long long)(1024 >> 4) << 32 | 1ull << 62;
+}
+
 // The producers' own barrier (named barrier 2), W_SMEM only: every producer's copies of a tile
 // have landed before any producer dequantizes from them.
 __device__ __forceinline__ void producers_sync() {
@@ -107,27 +129,24 @@ __device__ __forceinline__ void producers_sync() {
 }
 
 #if W_SMEM
-// Producer warp pw (of PRODUCERS) dequantizes the atoms pw, pw + PRODUCERS, ... of the stage at
-// `base` into its BF16 W tile. Register j of word s of a lane's fragment (dequant_atom) holds W
-// row 16T + g (+ 8 for odd j), columns 32 ka + 16 s + 2t (+ 8 for j >= 2) and the next; it goes
-// to plane (column / 8) of BLOCK_N rows of 16 bytes, so that a warp's store of one register
-// writes 8 whole 16-byte rows: 128 contiguous bytes, no bank conflicts.
-__device__ __forceinline__ void dequant_stage_to_smem(u8* base, int pw, int lane) {
-  const u8* wq_s = base + WS_A_STAGE;
-  const u8* ws_s = wq_s + WQ_STAGE;
-  u8* wb = base + WS_A_STAGE + WQ_STAGE + WS_STAGE;
+// Producer warp pw (of PRODUCERS) dequantizes the atoms pw, pw + PRODUCERS, ... of the codes
+// and scales at `w` into the BF16 W tile `wb`. Register j of word s of a lane's fragment
+// (dequant_atom) holds W row 16T + g (+ 8 for odd j), columns 32 ka + 16 s + 2t (+ 8 for j >= 2)
+// and the next: chunk (ka % 2) 4 + 2s + j / 2 of the row in column block ka / 2. A warp's store
+// of one register fills 8 rows' chunks, which the swizzle puts in 8 different bank groups.
+__device__ __forceinline__ void dequant_tile_to_smem(const u8* w, u8* wb, int pw, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll 2
   for (int atom = pw; atom < BLOCK_N / 16 * KA; atom += PRODUCERS) {
     const int tile16 = atom / KA, ka = atom % KA;
     u32 a[2][4];
-    tile_w_fragment(wq_s, ws_s, atom, lane, a);
-    u8* row = wb + (tile16 * 16 + g) * 16 + t * 4;
+    tile_w_fragment(w, w + WQ_STAGE, atom, lane, a);
+    u8* block = wb + (ka >> 1) * (BLOCK_N * 128) + (tile16 * 16) * 128 + t * 4;
 #pragma unroll
     for (int s = 0; s < 2; ++s)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        *reinterpret_cast<u32*>(row + (ka * 4 + s * 2 + (j >> 1)) * (BLOCK_N * 16) + (j & 1) * 128) = a[s][j];
+        *reinterpret_cast<u32*>(block + sw128(g + (j & 1) * 8, (ka & 1) * 4 + s * 2 + (j >> 1))) = a[s][j];
   }
 }
 #endif
@@ -143,6 +162,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
                    const int4* __restrict__ tiles, const int* __restrict__ a_rows,
                    const int* __restrict__ out_rows) {
   extern __shared__ __align__(128) u8 smem[];
+  u8* const pipe = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const BlockRows br = block_rows(tiles, rows);
   const int expert = br.expert, row0 = br.row0, row_count = br.count;
@@ -171,24 +191,30 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     const int ptid = tid - WS_CONSUMER_THREADS;
     const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
     const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
+#if W_SMEM
+    // Tile j's codes, once every producer's copies of it have landed, into W slot j % 2, once
+    // the consumers have released tile j - 2 (which used the slot before).
+    const auto dequant_tile = [&](int j) {
+      producers_sync();
+      if (j >= 2) mbar_wait(&empty[(j - 2) % STAGES], ((j - 2) / STAGES) & 1);
+      dequant_tile_to_smem(pipe + WS_W_RING + (j % STAGES) * WS_W_STAGE, pipe + WS_WB_RING + (j & 1) * WS_WB_STAGE,
+                           ptid >> 5, lane);
+    };
+#endif
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % STAGES;
       if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
-      u8* base = smem + s * WS_STAGE_BYTES;
+      u8* const a_s = pipe + s * WS_A_STAGE;
       const int k0 = k_begin + kt * BLOCK_K;
-      // Two neighbouring threads read one row's 32 contiguous bytes (a whole sector); rows past
-      // the block's count are zero-filled (no global read).
-#pragma unroll
-      for (int j = 0; j < (2 * BLOCK_M + WS_PRODUCER_THREADS - 1) / WS_PRODUCER_THREADS; ++j) {
-        const int r = j * (WS_PRODUCER_THREADS / 2) + (ptid >> 1);
-        if (2 * BLOCK_M % WS_PRODUCER_THREADS != 0 && r >= BLOCK_M) break;
-        const u16* src = A + (long long)a_idx[r] * K + k0 + (ptid & 1) * 8;
-        u8* dst = base + (ptid & 1) * (BLOCK_M * 16) + r * 16;
-        const int bytes = r < row_count ? 16 : 0;
-#pragma unroll
-        for (int q = 0; q < BLOCK_K / 16; ++q) cp_async16(dst + q * 2 * (BLOCK_M * 16), src + q * 16, bytes);
+      // Neighbouring threads read a row's neighbouring 16 bytes; rows past the block's count
+      // are zero-filled (no global read).
+#pragma unroll 4
+      for (int c = ptid; c < BLOCK_M * (BLOCK_K / 8); c += WS_PRODUCER_THREADS) {
+        const int r = c / (BLOCK_K / 8), q = c % (BLOCK_K / 8);
+        cp_async16(a_s + (q >> 3) * (BLOCK_M * 128) + sw128(r, q & 7), A + (long long)a_idx[r] * K + k0 + q * 8,
+                   r < row_count ? 16 : 0);
       }
-      u8* wq_s = base + WS_A_STAGE;
+      u8* wq_s = pipe + WS_W_RING + s * WS_W_STAGE;
 #pragma unroll 4
       for (int c = ptid; c < WQ_STAGE / 16; c += WS_PRODUCER_THREADS) {
         const int t = c / (KA * 16), rest = c % (KA * 16);
@@ -203,8 +229,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       if (kt >= WS_LAG) {
         cp_async_wait<WS_LAG>();
 #if W_SMEM
-        producers_sync();
-        dequant_stage_to_smem(smem + ((kt - WS_LAG) % STAGES) * WS_STAGE_BYTES, ptid >> 5, lane);
+        dequant_tile(kt - WS_LAG);
 #endif
         fence_proxy_async();
         mbar_arrive(&full[(kt - WS_LAG) % STAGES]);
@@ -213,8 +238,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     for (int kt = k_tiles > WS_LAG ? k_tiles - WS_LAG : 0; kt < k_tiles; ++kt) {
       cp_async_wait_upto(k_tiles - 1 - kt);
 #if W_SMEM
-      producers_sync();
-      dequant_stage_to_smem(smem + (kt % STAGES) * WS_STAGE_BYTES, ptid >> 5, lane);
+      dequant_tile(kt);
 #endif
       fence_proxy_async();
       mbar_arrive(&full[kt % STAGES]);
@@ -234,10 +258,10 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 
 #if W_SMEM
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const u8* base = smem + (kt % STAGES) * WS_STAGE_BYTES;
     mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
     fence_proxy_async();
-    const u32 a_addr = smem_addr(base), w_addr = smem_addr(base + WS_A_STAGE + WQ_STAGE + WS_STAGE);
+    const u32 a_addr = smem_addr(pipe + (kt % STAGES) * WS_A_STAGE),
+              w_addr = smem_addr(pipe + WS_WB_RING + (kt & 1) * WS_WB_STAGE);
 #pragma unroll
     for (int m = 0; m < WS_MW; ++m)
 #pragma unroll
@@ -248,11 +272,12 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #pragma unroll
       for (int p = 0; p < WS_NP; ++p) {
         if (p * MMA_N >= row_count) continue;  // block-uniform
-        const unsigned long long b = smem_desc(a_addr + ks * 2 * (BLOCK_M * 16) + p * MMA_N * 16, BLOCK_M * 16, 128);
+        const unsigned long long b =
+            smem_desc_sw128(a_addr + (ks >> 2) * (BLOCK_M * 128) + p * MMA_N * 128 + (ks & 3) * 32);
 #pragma unroll
         for (int m = 0; m < WS_MW; ++m) {
           const unsigned long long w =
-              smem_desc(w_addr + ks * 2 * (BLOCK_N * 16) + (wg * WS_MW + m) * 64 * 16, BLOCK_N * 16, 128);
+              smem_desc_sw128(w_addr + (ks >> 2) * (BLOCK_N * 128) + (wg * WS_MW + m) * 64 * 128 + (ks & 3) * 32);
           wgmma_ss<MMA_N>(acc[m][p], w, b);
         }
       }
@@ -266,12 +291,11 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   mbar_wait(&full[0], 0);
   fence_proxy_async();
 #pragma unroll
-  for (int m = 0; m < WS_MW; ++m) tile_w_fragment(smem + WS_A_STAGE, smem + WS_A_STAGE + WQ_STAGE, tile0 + m * 4 * KA, lane, wa[0][m]);
+  for (int m = 0; m < WS_MW; ++m) tile_w_fragment(pipe + WS_W_RING, pipe + WS_W_RING + WQ_STAGE, tile0 + m * 4 * KA, lane, wa[0][m]);
 
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const u8* base = smem + (kt % STAGES) * WS_STAGE_BYTES;
-    const u32 a_addr = smem_addr(base);
-    const u8* wq_s = base + WS_A_STAGE;
+    const u32 a_addr = smem_addr(pipe + (kt % STAGES) * WS_A_STAGE);
+    const u8* wq_s = pipe + WS_W_RING + (kt % STAGES) * WS_W_STAGE;
     const u8* ws_s = wq_s + WQ_STAGE;
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
@@ -285,8 +309,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #pragma unroll
         for (int p = 0; p < WS_NP; ++p) {
           if (p * MMA_N >= row_count) continue;  // block-uniform
+          const int ks = ka * 2 + s;
           const unsigned long long b =
-              smem_desc(a_addr + (ka * 2 + s) * 2 * (BLOCK_M * 16) + p * MMA_N * 16, BLOCK_M * 16, 128);
+              smem_desc_sw128(a_addr + (ks >> 2) * (BLOCK_M * 128) + p * MMA_N * 128 + (ks & 3) * 32);
 #pragma unroll
           for (int m = 0; m < WS_MW; ++m) wgmma_rs<MMA_N>(acc[m][p], wa[ka & 1][m][s], b);
         }
@@ -304,7 +329,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
         // The next tile's first atom, into the buffer of this tile's second-to-last (KA even).
         mbar_wait(&full[(kt + 1) % STAGES], ((kt + 1) / STAGES) & 1);
         fence_proxy_async();
-        const u8* nwq = smem + ((kt + 1) % STAGES) * WS_STAGE_BYTES + WS_A_STAGE;
+        const u8* nwq = pipe + WS_W_RING + ((kt + 1) % STAGES) * WS_W_STAGE;
         AtomCodes next[WS_MW];
 #pragma unroll
         for (int m = 0; m < WS_MW; ++m) next[m] = load_atom(nwq, nwq + WQ_STAGE, tile0 + m * 4 * KA, lane);
