@@ -57,7 +57,8 @@ std::int64_t wgmma_ws_smem_bytes(const Config& config) {
   // Two dequantized W tiles with W_SMEM 1, and 1024 bytes to align the swizzled rings.
   const std::int64_t pipe = stages * stage + w_smem * 2 * block_n * block_k * 2 + 1024;
   const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
-  return std::max(pipe, out) + 2 * block_m * 4 + 2 * stages * 8;
+  // full and empty mbarriers a stage, and copied with W_SMEM 1.
+  return std::max(pipe, out) + 2 * block_m * 4 + (2 + w_smem) * stages * 8;
 }
 
 std::int64_t decode_block_n(const Config& config) {

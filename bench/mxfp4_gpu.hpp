@@ -78,15 +78,17 @@ bool is_wgmma_config(const Config& config);
 /// activations in with cp.async through a ring of STAGES mbarrier-guarded stages, CONSUMERS
 /// warpgroups dequantizing W into wgmma's register fragment and running wgmma on the
 /// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
-/// mxfp4_splitk_finish). With W_SMEM=1 the producers (4 or 8 warps) also dequantize W into
-/// BF16 tiles in shared memory and the consumers run wgmma with both operands there.
+/// mxfp4_splitk_finish). With W_SMEM=1 the producers (4 or 8 warps: 1 or 2 of them copy, the
+/// others dequantize W into BF16 tiles in shared memory) feed consumers that run wgmma with both
+/// operands there.
 bool is_wgmma_ws_config(const Config& config);
 
 /// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
 /// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), + 2 x
 /// BLOCK_N x BLOCK_K x 2 of dequantized W with W_SMEM 1, + 1024 of alignment, and the
 /// epilogue's tile (BLOCK_M x (BLOCK_N + 8) x 2 of BF16 at SPLIT_K 1, BLOCK_M x (BLOCK_N + 4) x
-/// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers. Throws
+/// 4 of fp32 above), then BLOCK_M x 8 of row indices and STAGES x 16 of mbarriers (x 24 with
+/// W_SMEM 1). Throws
 /// ConfigError if `config` lacks one of those parameters.
 std::int64_t wgmma_ws_smem_bytes(const Config& config);
 

@@ -14,13 +14,13 @@
 // warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
 // no more registers are lost, since nine warps already put three on one of the SM's four
 // register files; 4 or 8 with W_SMEM 1).
-// - The producer warps alone move data: for each K tile of the block's K range (blockIdx.z's
-//   1/SPLIT_K of K) it waits until the consumers have released the tile's stage (the `empty`
-//   mbarrier), copies the activation rows (BF16, gathered for the grouped op) and the W codes
-//   and scales of the tile into the stage with cp.async, and, STAGES - 2 tiles later, waits for
-//   those copies, fences them for the async proxy and arrives on the stage's `full` mbarrier.
-//   So up to STAGES - 1 tiles are in flight while the consumers compute, with no block-wide
-//   barrier anywhere in the main loop.
+// - The producer's copy warps alone move data: for each K tile of the block's K range
+//   (blockIdx.z's 1/SPLIT_K of K) they wait until the consumers have released the tile's stage
+//   (the `empty` mbarrier), copy the activation rows (BF16, gathered for the grouped op) and the
+//   W codes and scales of the tile into the stage with cp.async, and have the stage's `full`
+//   mbarrier (`copied` with W_SMEM) count each thread's arrival once its copies have landed
+//   (cp.async.mbarrier.arrive). No copy waits for another, so all STAGES tiles can be in flight
+//   while the consumers compute, with no block-wide barrier anywhere in the main loop.
 // - Consumer warpgroup wg owns WS_MW tiles of 64 W rows (BLOCK_N = 64 x WS_MW x CONSUMERS); as
 //   in mxfp4_wgmma, warp q of the group dequantizes rows 16q..16q+15 of each tile from the
 //   stage into wgmma's register A fragment (pack_for_gpu's layout is, warp by warp, that
@@ -74,7 +74,16 @@
 #define WS_OUT_BYTES (BLOCK_M * WS_OUT_LD * 2)
 #endif
 #define WS_SMEM_MAIN (WS_PIPE_BYTES > WS_OUT_BYTES ? WS_PIPE_BYTES : WS_OUT_BYTES)
-#define WS_LAG (STAGES - 2)  // tiles the producer keeps in flight beyond the ones it signalled
+// W_SMEM: PRODUCERS / 4 copy warps and the rest dequantize; otherwise every producer copies.
+#if W_SMEM
+#define WS_COPIERS (PRODUCERS / 4)
+#else
+#define WS_COPIERS PRODUCERS
+#endif
+#define WS_COPY_THREADS (WS_COPIERS * 32)
+#define WS_DEQUANT_WARPS (PRODUCERS - WS_COPIERS)
+#define WS_DEQUANT_THREADS (WS_DEQUANT_WARPS * 32)
+#define WS_BARRIERS ((W_SMEM ? 3 : 2) * STAGES)  // full, empty (and copied) a stage
 
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
@@ -83,23 +92,16 @@
 #error "mxfp4_wgmma_ws: BLOCK_K a multiple of 64, STAGES >= 2, BLOCK_M a multiple of MMA_N, BLOCK_N of 64 x CONSUMERS"
 #endif
 #ifdef LAUNCH_SMEM_BYTES
-static_assert(LAUNCH_SMEM_BYTES == WS_SMEM_MAIN + 2 * BLOCK_M * sizeof(int) + 2 * STAGES * 8,
+static_assert(LAUNCH_SMEM_BYTES == WS_SMEM_MAIN + 2 * BLOCK_M * sizeof(int) + WS_BARRIERS * 8,
               "the host's dynamic shared memory for mxfp4_wgmma_ws is not its pipeline, epilogue, row indices and "
               "barriers");
 #endif
 
-// cp.async.wait_group with a count known only at run time (0 .. 7).
-__device__ __forceinline__ void cp_async_wait_upto(int n) {
-  switch (n) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    default: cp_async_wait<7>(); break;
-  }
+// An arrival on `bar` once every cp.async this thread issued before has completed, without
+// raising the phase's expected count: the barrier's count includes it (PTX ISA,
+// "cp.async.mbarrier.arrive", .noinc).
+__device__ __forceinline__ void cp_async_arrive_noinc(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 
 // The consumers' own barrier (named barrier 1): the producer warp has left by then.
@@ -122,22 +124,16 @@ __device__ __forceinline__ unsigned long long smem_desc_sw128(u32 addr) {
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | 1ull << 16 | (unsigned long long)(1024 >> 4) << 32 | 1ull << 62;
 }
 
-// The producers' own barrier (named barrier 2), W_SMEM only: every producer's copies of a tile
-// have landed before any producer dequantizes from them.
-__device__ __forceinline__ void producers_sync() {
-  asm volatile("bar.sync 2, %0;\n" ::"n"(WS_PRODUCER_THREADS) : "memory");
-}
-
 #if W_SMEM
-// Producer warp pw (of PRODUCERS) dequantizes the atoms pw, pw + PRODUCERS, ... of the codes
+// Dequantizing warp dw (of WS_DEQUANT_WARPS) dequantizes the atoms dw, dw + WS_DEQUANT_WARPS, ... of the codes
 // and scales at `w` into the BF16 W tile `wb`. Register j of word s of a lane's fragment
 // (dequant_atom) holds W row 16T + g (+ 8 for odd j), columns 32 ka + 16 s + 2t (+ 8 for j >= 2)
 // and the next: chunk (ka % 2) 4 + 2s + j / 2 of the row in column block ka / 2. A warp's store
 // of one register fills 8 rows' chunks, which the swizzle puts in 8 different bank groups.
-__device__ __forceinline__ void dequant_tile_to_smem(const u8* w, u8* wb, int pw, int lane) {
+__device__ __forceinline__ void dequant_tile_to_smem(const u8* w, u8* wb, int dw, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll 2
-  for (int atom = pw; atom < BLOCK_N / 16 * KA; atom += PRODUCERS) {
+  for (int atom = dw; atom < BLOCK_N / 16 * KA; atom += WS_DEQUANT_WARPS) {
     const int tile16 = atom / KA, ka = atom % KA;
     u32 a[2][4];
     tile_w_fragment(w, w + WQ_STAGE, atom, lane, a);
@@ -173,34 +169,46 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   int* const y_idx = a_idx + BLOCK_M;
   unsigned long long* const full = reinterpret_cast<unsigned long long*>(y_idx + BLOCK_M);
   unsigned long long* const empty = full + STAGES;
+  unsigned long long* const copied = empty + STAGES;  // W_SMEM only
   for (int r = tid; r < BLOCK_M; r += WS_THREADS) {
     a_idx[r] = r < row_count ? a_row(a_rows, row0, r) : 0;
     y_idx[r] = r < row_count ? (int)y_row(out_rows, row0, r) : 0;
   }
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], WS_PRODUCER_THREADS);  // every producer thread
+      mbar_init(&full[s], W_SMEM ? WS_DEQUANT_THREADS : WS_COPY_THREADS);
       mbar_init(&empty[s], WS_CONSUMER_THREADS);  // every consumer thread
+      if (W_SMEM) mbar_init(&copied[s], WS_COPY_THREADS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
   if (warp >= CONSUMERS * 4) {
-    // The producer warps.
-    const int ptid = tid - WS_CONSUMER_THREADS;
+    // The producer warps: the copy warps, then (W_SMEM) the dequantizing warps.
+    const int pwarp = warp - CONSUMERS * 4;
+#if W_SMEM
+    if (pwarp >= WS_COPIERS) {
+      // Tile j's codes, once its copies have landed, into W slot j % 2, once the consumers have
+      // released tile j - 2 (which used the slot before).
+      const int dw = pwarp - WS_COPIERS;
+      for (int j = 0; j < k_tiles; ++j) {
+        mbar_wait(&copied[j % STAGES], (j / STAGES) & 1);
+        if (j >= 2) mbar_wait(&empty[(j - 2) % STAGES], ((j - 2) / STAGES) & 1);
+        dequant_tile_to_smem(pipe + WS_W_RING + (j % STAGES) * WS_W_STAGE, pipe + WS_WB_RING + (j & 1) * WS_WB_STAGE,
+                             dw, lane);
+        fence_proxy_async();
+        mbar_arrive(&full[j % STAGES]);
+      }
+      return;
+    }
+    unsigned long long* const landed = copied;
+#else
+    unsigned long long* const landed = full;
+#endif
+    const int ctid = pwarp * 32 + lane;
     const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
     const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
-#if W_SMEM
-    // Tile j's codes, once every producer's copies of it have landed, into W slot j % 2, once
-    // the consumers have released tile j - 2 (which used the slot before).
-    const auto dequant_tile = [&](int j) {
-      producers_sync();
-      if (j >= 2) mbar_wait(&empty[(j - 2) % STAGES], ((j - 2) / STAGES) & 1);
-      dequant_tile_to_smem(pipe + WS_W_RING + (j % STAGES) * WS_W_STAGE, pipe + WS_WB_RING + (j & 1) * WS_WB_STAGE,
-                           ptid >> 5, lane);
-    };
-#endif
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % STAGES;
       if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
@@ -209,39 +217,25 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       // Neighbouring threads read a row's neighbouring 16 bytes; rows past the block's count
       // are zero-filled (no global read).
 #pragma unroll 4
-      for (int c = ptid; c < BLOCK_M * (BLOCK_K / 8); c += WS_PRODUCER_THREADS) {
+      for (int c = ctid; c < BLOCK_M * (BLOCK_K / 8); c += WS_COPY_THREADS) {
         const int r = c / (BLOCK_K / 8), q = c % (BLOCK_K / 8);
         cp_async16(a_s + (q >> 3) * (BLOCK_M * 128) + sw128(r, q & 7), A + (long long)a_idx[r] * K + k0 + q * 8,
                    r < row_count ? 16 : 0);
       }
       u8* wq_s = pipe + WS_W_RING + s * WS_W_STAGE;
 #pragma unroll 4
-      for (int c = ptid; c < WQ_STAGE / 16; c += WS_PRODUCER_THREADS) {
+      for (int c = ctid; c < WQ_STAGE / 16; c += WS_COPY_THREADS) {
         const int t = c / (KA * 16), rest = c % (KA * 16);
         cp_async16(wq_s + c * 16, wq_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32) * 256 + rest * 16, 16);
       }
       u8* ws_s = wq_s + WQ_STAGE;
-      for (int c = ptid; c < WS_STAGE / 16; c += WS_PRODUCER_THREADS) {
+      for (int c = ctid; c < WS_STAGE / 16; c += WS_COPY_THREADS) {
         const int t = c / KA, a = c % KA;
         cp_async16(ws_s + c * 16, ws_g + ((long long)(n0 / 16 + t) * atoms_per_row + k0 / 32 + a) * 16, 16);
       }
-      cp_async_commit();
-      if (kt >= WS_LAG) {
-        cp_async_wait<WS_LAG>();
-#if W_SMEM
-        dequant_tile(kt - WS_LAG);
-#endif
-        fence_proxy_async();
-        mbar_arrive(&full[(kt - WS_LAG) % STAGES]);
-      }
-    }
-    for (int kt = k_tiles > WS_LAG ? k_tiles - WS_LAG : 0; kt < k_tiles; ++kt) {
-      cp_async_wait_upto(k_tiles - 1 - kt);
-#if W_SMEM
-      dequant_tile(kt);
-#endif
-      fence_proxy_async();
-      mbar_arrive(&full[kt % STAGES]);
+      // The barrier counts this thread's arrival once all its copies so far have landed, so
+      // the copies of later tiles go out without waiting for these.
+      cp_async_arrive_noinc(&landed[s]);
     }
     return;
   }
