@@ -80,6 +80,23 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     four(128, 128, 4, {1, 2, 4});
     four(256, 64, 4, {1});
     four(256, 128, 3, {1});
+    // 256 W rows a block (two 64-row tiles a consumer warpgroup), which halves the activation
+    // reads a W row costs; their 128 accumulators need the registers the copy warpgroup hands
+    // over (setmaxnreg, PRODUCERS 4).
+    const auto wide = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
+                          std::vector<std::int64_t> split_k) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {256}},
+                     {"BLOCK_K", {block_k}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {stages}},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {block_m}},
+                     {"PRODUCERS", {4}}});
+    };
+    wide(64, 128, 4, {2, 4, 8});
+    wide(128, 128, 4, {1, 2, 4, 8});
+    wide(128, 64, 6, {1, 2});
     // W dequantized into shared memory by a producer warpgroup (W_SMEM 1; two warpgroups where
     // a tile's MMAs are short against its dequantization). The two BF16 W tiles take 32 or 64
     // KiB beside the ring, so deep rings fit where BLOCK_M or BLOCK_K is small.

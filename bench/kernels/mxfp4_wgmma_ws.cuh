@@ -83,6 +83,11 @@
 #define WS_COPY_THREADS (WS_COPIERS * 32)
 #define WS_DEQUANT_WARPS (PRODUCERS - WS_COPIERS)
 #define WS_DEQUANT_THREADS (WS_DEQUANT_WARPS * 32)
+// Two consumer warpgroups and one copying warpgroup: the copies need few registers, so they
+// hand theirs to the consumers (setmaxnreg: 72 and 216 a thread, 64512 of the SM's 65536),
+// whose accumulators and W fragments otherwise press against the 168 of a 12-warp block and
+// make ptxas serialize the MMAs (a wait for every wgmma, H200 profile 2026-12-02).
+#define WS_SETMAXNREG (!W_SMEM && PRODUCERS == 4 && CONSUMERS == 2)
 #define WS_BARRIERS ((W_SMEM ? 3 : 2) * STAGES)  // full, empty (and copied) a stage
 
 #if W_SMEM && PRODUCERS % 4 != 0
@@ -187,6 +192,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   if (warp >= CONSUMERS * 4) {
     // The producer warps: the copy warps, then (W_SMEM) the dequantizing warps.
     const int pwarp = warp - CONSUMERS * 4;
+#if WS_SETMAXNREG
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
+#endif
 #if W_SMEM
     if (pwarp >= WS_COPIERS) {
       // Tile j's codes, once its copies have landed, into W slot j % 2, once the consumers have
@@ -241,6 +249,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
 
   // The consumer warpgroups.
+#if WS_SETMAXNREG
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
+#endif
   const int wg = warp >> 2, wq = warp & 3;
   float acc[WS_MW][WS_NP][MMA_N / 2];
 #pragma unroll
