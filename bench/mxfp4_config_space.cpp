@@ -379,9 +379,28 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
              {"WARPS_K", {1}},
              {"STAGES", {3, 4}},
              {"SPLIT_K", {1}}});
-  // No warp-specialized wgmma config: on an H200 (2026-12-02) none won a shape of M = 32..2048
-  // against the tile, decode and dequantize configs (docs/perf-mxfp4.md), so the family stays in
-  // the expanded space.
+  // The middle band (M = 64..256) on the warp-specialized wgmma family: the configs that won
+  // EP's w13 and w2 there against the tile, decode and dequantize configs, with split-K for
+  // 132 SMs, on an H200 (2026-12-02, docs/perf-mxfp4.md): one copying warpgroup (PRODUCERS 4)
+  // and 128 or 256 W rows a block.
+  for (const std::int64_t block_m : {64, 128}) {
+    add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                   {"BLOCK_N", {128, 256}},
+                   {"BLOCK_K", {128}},
+                   {"CONSUMERS", {2}},
+                   {"STAGES", {4}},
+                   {"SPLIT_K", {4}},
+                   {"MMA_N", {block_m}},
+                   {"PRODUCERS", {4}}});
+    add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                   {"BLOCK_N", {256}},
+                   {"BLOCK_K", {128}},
+                   {"CONSUMERS", {2}},
+                   {"STAGES", {4}},
+                   {"SPLIT_K", {8}},
+                   {"MMA_N", {block_m}},
+                   {"PRODUCERS", {4}}});
+  }
   add_decode();
   add_dequant();
   return out;

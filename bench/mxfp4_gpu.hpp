@@ -211,10 +211,12 @@ class Mxfp4GpuOp : public Op {
   /// none in the dense op's default space (its dequantize family is faster there); in both
   /// ops' expanded space 57 configs. The warp-specialized wgmma family (WGMMA_WS=1: BLOCK_M,
   /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS and W_SMEM): in
-  /// both ops' expanded space 38 configs with W dequantized in registers (BLOCK_M 32..256 with
-  /// MMA_N = BLOCK_M, BLOCK_N 64 or 128, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
-  /// warps; none won a shape on an H200, docs/perf-mxfp4.md) and the W_SMEM 1 configs
-  /// (wgmma_ws_smem_configs). The dense op then adds the dequantize-then-cuBLASLt family,
+  /// both ops' expanded space 47 configs with W dequantized in registers (BLOCK_M 32..256 with
+  /// MMA_N = BLOCK_M, BLOCK_N 64..256, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
+  /// warps) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight producer
+  /// warps); in both ops' default space the six that won the middle band on an H200
+  /// (docs/perf-mxfp4.md: BLOCK_M 64 or 128, BLOCK_N 128 or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4
+  /// or 8, PRODUCERS 4). The dense op then adds the dequantize-then-cuBLASLt family,
   /// DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's
   /// heuristic candidates as in bf16_gemm.
   /// Built once per op and kind (the same list on every call): each list of the code goes through
