@@ -139,6 +139,8 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     // W_SMEM 1 dequantizes with whole producer warpgroups; without it one warp or four copy.
     const std::int64_t producers = family.value(config, "PRODUCERS"), w_smem = family.value(config, "W_SMEM");
     if (w_smem == 1 ? producers == 1 : producers == 8) return false;
+    // CLUSTER_REDUCE 1: the SPLIT_K blocks of a tile form one cluster, at most 8 (portable).
+    if (family.value(config, "CLUSTER_REDUCE") == 1 && (split_k < 2 || split_k > 8)) return false;
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
     // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block), and
     // 40 registers besides within a thread's share of the SM's 64 Ki (168 at 12 warps, 128 at 16).

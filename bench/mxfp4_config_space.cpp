@@ -97,6 +97,19 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     wide(64, 128, 4, {2, 4, 8});
     wide(128, 128, 4, {1, 2, 4, 8});
     wide(128, 64, 6, {1, 2});
+    // The split blocks summed in a cluster (CLUSTER_REDUCE 1) instead of by atomics into a
+    // workspace and a finishing kernel, on the tiles that split most.
+    for (const std::int64_t block_m : {64, 128}) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128, 256}},
+                     {"BLOCK_K", {128}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {4}},
+                     {"SPLIT_K", {2, 4, 8}},
+                     {"MMA_N", {block_m}},
+                     {"PRODUCERS", {4}},
+                     {"CLUSTER_REDUCE", {1}}});
+    }
     // W dequantized into shared memory by a producer warpgroup (W_SMEM 1; two warpgroups where
     // a tile's MMAs are short against its dequantization). The two BF16 W tiles take 32 or 64
     // KiB beside the ring, so deep rings fit where BLOCK_M or BLOCK_K is small.

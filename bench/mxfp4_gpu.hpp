@@ -80,7 +80,9 @@ bool is_wgmma_config(const Config& config);
 /// activations in shared memory, optionally split over K (SPLIT_K blocks, fp32 reductions and
 /// mxfp4_splitk_finish). With W_SMEM=1 the producers (4 or 8 warps: 1 or 2 of them copy, the
 /// others dequantize W into BF16 tiles in shared memory) feed consumers that run wgmma with both
-/// operands there.
+/// operands there. With CLUSTER_REDUCE=1 the SPLIT_K blocks of a tile (2..8) run as one cluster
+/// and sum their partial tiles through distributed shared memory (no workspace, no
+/// mxfp4_splitk_finish).
 bool is_wgmma_ws_config(const Config& config);
 
 /// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
@@ -211,9 +213,9 @@ class Mxfp4GpuOp : public Op {
   /// none in the dense op's default space (its dequantize family is faster there); in both
   /// ops' expanded space 57 configs. The warp-specialized wgmma family (WGMMA_WS=1: BLOCK_M,
   /// BLOCK_N, BLOCK_K, CONSUMERS, STAGES, SPLIT_K, MMA_N, optional PRODUCERS and W_SMEM): in
-  /// both ops' expanded space 47 configs with W dequantized in registers (BLOCK_M 32..256 with
+  /// both ops' expanded space 59 configs with W dequantized in registers (BLOCK_M 32..256 with
   /// MMA_N = BLOCK_M, BLOCK_N 64..256, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
-  /// warps) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight producer
+  /// warps; 12 of them with CLUSTER_REDUCE 1) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight producer
   /// warps); in both ops' default space the six that won the middle band on an H200
   /// (docs/perf-mxfp4.md: BLOCK_M 64 or 128, BLOCK_N 128 or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4
   /// or 8, PRODUCERS 4). The dense op then adds the dequantize-then-cuBLASLt family,
@@ -247,7 +249,8 @@ class Mxfp4GpuOp : public Op {
   /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
   /// <= 16, PRODUCERS 1 or 4 (or absent) with W_SMEM 0 (or absent), 4 or 8 with W_SMEM 1, the
   /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x 128 +
-  /// PRODUCERS x 32 threads), N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
+  /// PRODUCERS x 32 threads), CLUSTER_REDUCE 0 (or absent), or 1 with 2 <= SPLIT_K <= 8,
+  /// N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
   /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
   /// ALGO >= 0 (an ALGO beyond what cuBLASLt offers for the shape fails in run(), as in

@@ -57,6 +57,26 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   const auto block_n = decode ? decode_block_n(config) : config.get("BLOCK_N");
   const int threads = mxfp4_block_threads(config);
   const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
+  const bool cluster_reduce = is_wgmma_ws_config(config) &&
+                              mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "CLUSTER_REDUCE") == 1;
+  if (cluster_reduce) {
+    // The SPLIT_K blocks of an output tile as one cluster: they sum their partial tiles through
+    // distributed shared memory and write Y themselves.
+    cudaLaunchConfig_t launch{};
+    launch.gridDim = grid;
+    launch.blockDim = dim3(static_cast<unsigned>(threads));
+    launch.dynamicSmemBytes = static_cast<std::size_t>(kern.dynamic_smem_bytes(0));
+    launch.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = static_cast<unsigned>(split_k);
+    launch.attrs = &cluster;
+    launch.numAttrs = 1;
+    TUNEBENCH_CUDA_CHECK(cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(kern.kernel(0)), args));
+    return;
+  }
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), grid,
                                         dim3(static_cast<unsigned>(threads)), args,
                                         static_cast<std::size_t>(kern.dynamic_smem_bytes(0)), stream));

@@ -302,6 +302,17 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(dense.can_implement(smem(256, 64, 4, 8), mid, dev));      // 128 accumulators, 16 warps
   EXPECT_TRUE(dense.can_implement(smem(256, 64, 4, 4), mid, dev));
   EXPECT_EQ(tunebench::bench::mxfp4_block_threads(smem(128, 128, 3, 8)), 2 * 128 + 8 * 32);
+  // CLUSTER_REDUCE 1: 2..8 split blocks a cluster (a portable cluster size).
+  const auto cluster = [&](std::int64_t split_k) {
+    auto p = ws(128, 256, 128, 2, split_k, 128).params();
+    p.emplace_back("PRODUCERS", 4);
+    p.emplace_back("CLUSTER_REDUCE", 1);
+    return tunebench::Config(p);
+  };
+  EXPECT_TRUE(dense.can_implement(cluster(8), mid, dev));
+  EXPECT_TRUE(moe.can_implement(cluster(2), mid, dev));
+  EXPECT_FALSE(dense.can_implement(cluster(1), mid, dev));   // nothing to reduce
+  EXPECT_FALSE(dense.can_implement(cluster(16), mid, dev));  // beyond a portable cluster
   EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
             3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 24);
   // Every expanded config of the family runs M = 32..2048 on some geometry of the EP and TP4

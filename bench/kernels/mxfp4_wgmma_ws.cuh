@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
-// mxfp4_splitk_finish when SPLIT_K > 1. Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM)
+// mxfp4_splitk_finish when SPLIT_K > 1 (unless CLUSTER_REDUCE). Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -33,7 +33,11 @@
 // - Epilogue: SPLIT_K 1 writes rounded BF16 rows through shared memory in 16-byte pieces (as
 //   mxfp4_wgmma); SPLIT_K > 1 stages the fp32 partial tile in shared memory and adds it into the
 //   fp32 workspace with 16-byte vector reductions (red.global.add.v4.f32), and
-//   mxfp4_splitk_finish rounds and zeroes it. Split-K is what fills the 132 SMs where M gives
+//   mxfp4_splitk_finish rounds and zeroes it. CLUSTER_REDUCE 1 launches the SPLIT_K blocks of an
+//   output tile as one cluster instead: each stages its partial tile, and after a cluster
+//   barrier block q adds every block's q-th share of the rows through distributed shared memory
+//   (in block order: the same sum on every run) and writes them as BF16; no atomics, no
+//   workspace, no finishing kernel. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
 // - W_SMEM 1 moves the dequantization off the consumers: the producer warps (one or two whole
 //   warpgroups) also dequantize each tile's W codes, once their copies have landed, into one of
@@ -90,6 +94,9 @@
 #define WS_SETMAXNREG (!W_SMEM && PRODUCERS == 4 && CONSUMERS == 2)
 #define WS_BARRIERS ((W_SMEM ? 3 : 2) * STAGES)  // full, empty (and copied) a stage
 
+#if CLUSTER_REDUCE && (SPLIT_K < 2 || SPLIT_K > 8)
+#error "mxfp4_wgmma_ws: CLUSTER_REDUCE 1 reduces 2..8 split blocks (a portable cluster)"
+#endif
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
 #endif
@@ -149,6 +156,30 @@ __device__ __forceinline__ void dequant_tile_to_smem(const u8* w, u8* wb, int dw
       for (int j = 0; j < 4; ++j)
         *reinterpret_cast<u32*>(block + sw128(g + (j & 1) * 8, (ka & 1) * 4 + s * 2 + (j >> 1))) = a[s][j];
   }
+}
+#endif
+
+#if CLUSTER_REDUCE
+// Cluster-wide barrier of every non-exited thread, releasing this block's shared-memory writes
+// to the cluster and acquiring the others' (PTX ISA, "barrier.cluster").
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// The 16 bytes at shared address `addr` of cluster block `rank` (mapa, ld.shared::cluster).
+__device__ __forceinline__ float4 ld_cluster_v4(u32 addr, u32 rank) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
 }
 #endif
 
@@ -376,7 +407,26 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       }
   }
   consumers_sync();
-#if SPLIT_K > 1
+#if CLUSTER_REDUCE
+  cluster_sync();  // every block of the cluster has staged its partial tile
+  const u32 rank = cluster_rank(), out_addr = smem_addr(out_s);
+  for (int c = rank * WS_CONSUMER_THREADS + tid; c < row_count * (BLOCK_N / 4); c += SPLIT_K * WS_CONSUMER_THREADS) {
+    const int r = c / (BLOCK_N / 4), col = (c % (BLOCK_N / 4)) * 4;
+    const u32 at = out_addr + (r * WS_OUT_LD + col) * 4;
+    float4 sum = ld_cluster_v4(at, 0);
+#pragma unroll
+    for (int q = 1; q < SPLIT_K; ++q) {
+      const float4 v = ld_cluster_v4(at, q);
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+    *reinterpret_cast<uint2*>(Y + (long long)y_idx[r] * N + n0 + col) =
+        make_uint2(to_bf16(sum.x) | (u32)to_bf16(sum.y) << 16, to_bf16(sum.z) | (u32)to_bf16(sum.w) << 16);
+  }
+  cluster_sync();  // no block leaves while another still reads its shared memory
+#elif SPLIT_K > 1
   for (int c = tid; c < row_count * (BLOCK_N / 4); c += WS_CONSUMER_THREADS) {
     const int r = c / (BLOCK_N / 4), col = (c % (BLOCK_N / 4)) * 4;
     red_add_v4(Yacc + (long long)y_idx[r] * N + n0 + col, *reinterpret_cast<const float4*>(out_s + r * WS_OUT_LD + col));
