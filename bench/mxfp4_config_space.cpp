@@ -45,6 +45,18 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // block columns). Nine warps a block leave a consumer thread at most 168 registers (three
   // warps on one of the SM's four register files), so 128 accumulators a thread spill (128 x 256
   // tiles: 200 bytes; 256 x 128: 16 bytes, kept) and no config takes more.
+  // Two consumer warpgroups, MMA_N = BLOCK_M: BLOCK_M, BLOCK_N, BLOCK_K, STAGES, SPLIT_K and
+  // PRODUCERS lists, then the optional axes a list sets (W_SMEM, CLUSTER_REDUCE).
+  const auto add_ws = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::vector<std::int64_t> block_k,
+                          std::vector<std::int64_t> stages, std::vector<std::int64_t> split_k,
+                          std::vector<std::int64_t> producers, std::vector<ConfigAxis> optional = {}) {
+    std::vector<ConfigAxis> axes{
+        {"BLOCK_M", {block_m}}, {"BLOCK_N", std::move(block_n)},    {"BLOCK_K", std::move(block_k)},
+        {"CONSUMERS", {2}},     {"STAGES", std::move(stages)},      {"SPLIT_K", std::move(split_k)},
+        {"MMA_N", {block_m}},   {"PRODUCERS", std::move(producers)}};
+    axes.insert(axes.end(), optional.begin(), optional.end());
+    add(wgmma_ws, std::move(axes));
+  };
   const auto add_wgmma_ws = [&] {
     const auto list = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::int64_t consumers,
                           std::vector<std::int64_t> block_k, std::vector<std::int64_t> stages,
@@ -64,74 +76,33 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     list(256, {128}, 2, {64}, {4}, {1, 2});
     list(256, {128}, 2, {128}, {3}, {1});
     // Four producer warps, where a stage's copies are largest against its MMAs.
-    const auto four = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
-                          std::vector<std::int64_t> split_k) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {128}},
-                     {"BLOCK_K", {block_k}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", {stages}},
-                     {"SPLIT_K", std::move(split_k)},
-                     {"MMA_N", {block_m}},
-                     {"PRODUCERS", {4}}});
-    };
-    four(32, 128, 4, {4});
-    four(64, 128, 4, {2, 4});
-    four(128, 128, 4, {1, 2, 4});
-    four(256, 64, 4, {1});
-    four(256, 128, 3, {1});
+    add_ws(32, {128}, {128}, {4}, {4}, {4});
+    add_ws(64, {128}, {128}, {4}, {2, 4}, {4});
+    add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4});
+    add_ws(256, {128}, {64}, {4}, {1}, {4});
+    add_ws(256, {128}, {128}, {3}, {1}, {4});
     // 256 W rows a block (two 64-row tiles a consumer warpgroup), which halves the activation
     // reads a W row costs; their 128 accumulators need the registers the copy warpgroup hands
     // over (setmaxnreg, PRODUCERS 4).
-    const auto wide = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
-                          std::vector<std::int64_t> split_k) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {256}},
-                     {"BLOCK_K", {block_k}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", {stages}},
-                     {"SPLIT_K", std::move(split_k)},
-                     {"MMA_N", {block_m}},
-                     {"PRODUCERS", {4}}});
-    };
-    wide(64, 128, 4, {2, 4, 8});
-    wide(128, 128, 4, {1, 2, 4, 8});
-    wide(128, 64, 6, {1, 2});
+    add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4});
+    add_ws(128, {256}, {128}, {4}, {1, 2, 4, 8}, {4});
+    add_ws(128, {256}, {64}, {6}, {1, 2}, {4});
     // The split blocks summed in a cluster (CLUSTER_REDUCE 1) instead of by atomics into a
     // workspace and a finishing kernel, on the tiles that split most.
     for (const std::int64_t block_m : {64, 128}) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {128, 256}},
-                     {"BLOCK_K", {128}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", {4}},
-                     {"SPLIT_K", {2, 4, 8}},
-                     {"MMA_N", {block_m}},
-                     {"PRODUCERS", {4}},
-                     {"CLUSTER_REDUCE", {1}}});
+      add_ws(block_m, {128, 256}, {128}, {4}, {2, 4, 8}, {4}, {{"CLUSTER_REDUCE", {1}}});
     }
     // W dequantized into shared memory by a producer warpgroup (W_SMEM 1; two warpgroups where
     // a tile's MMAs are short against its dequantization). The two BF16 W tiles take 32 or 64
     // KiB beside the ring, so deep rings fit where BLOCK_M or BLOCK_K is small.
-    const auto smem = [&](std::int64_t block_m, std::int64_t block_k, std::vector<std::int64_t> stages,
-                          std::vector<std::int64_t> split_k, std::vector<std::int64_t> producers) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {128}},
-                     {"BLOCK_K", {block_k}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", std::move(stages)},
-                     {"SPLIT_K", std::move(split_k)},
-                     {"MMA_N", {block_m}},
-                     {"PRODUCERS", std::move(producers)},
-                     {"W_SMEM", {1}}});
-    };
-    smem(32, 128, {4, 8}, {2, 4, 8}, {4});
-    smem(32, 128, {8}, {4}, {8});
-    smem(64, 128, {3, 6}, {1, 2, 4}, {4});
-    smem(64, 64, {8}, {2, 4}, {4});
-    smem(128, 128, {3}, {1, 2, 4}, {4, 8});
-    smem(128, 64, {4, 8}, {1, 2, 4}, {4});
-    smem(256, 64, {4, 5}, {1, 2}, {4});
+    const std::vector<ConfigAxis> w_smem{{"W_SMEM", {1}}};
+    add_ws(32, {128}, {128}, {4, 8}, {2, 4, 8}, {4}, w_smem);
+    add_ws(32, {128}, {128}, {8}, {4}, {8}, w_smem);
+    add_ws(64, {128}, {128}, {3, 6}, {1, 2, 4}, {4}, w_smem);
+    add_ws(64, {128}, {64}, {8}, {2, 4}, {4}, w_smem);
+    add_ws(128, {128}, {128}, {3}, {1, 2, 4}, {4, 8}, w_smem);
+    add_ws(128, {128}, {64}, {4, 8}, {1, 2, 4}, {4}, w_smem);
+    add_ws(256, {128}, {64}, {4, 5}, {1, 2}, {4}, w_smem);
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
@@ -397,22 +368,8 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // 132 SMs, on an H200 (2026-12-02, docs/perf-mxfp4.md): one copying warpgroup (PRODUCERS 4)
   // and 128 or 256 W rows a block.
   for (const std::int64_t block_m : {64, 128}) {
-    add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                   {"BLOCK_N", {128, 256}},
-                   {"BLOCK_K", {128}},
-                   {"CONSUMERS", {2}},
-                   {"STAGES", {4}},
-                   {"SPLIT_K", {4}},
-                   {"MMA_N", {block_m}},
-                   {"PRODUCERS", {4}}});
-    add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                   {"BLOCK_N", {256}},
-                   {"BLOCK_K", {128}},
-                   {"CONSUMERS", {2}},
-                   {"STAGES", {4}},
-                   {"SPLIT_K", {8}},
-                   {"MMA_N", {block_m}},
-                   {"PRODUCERS", {4}}});
+    add_ws(block_m, {128, 256}, {128}, {4}, {4}, {4});
+    add_ws(block_m, {256}, {128}, {4}, {8}, {4});
   }
   add_decode();
   add_dequant();

@@ -57,8 +57,8 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   const auto block_n = decode ? decode_block_n(config) : config.get("BLOCK_N");
   const int threads = mxfp4_block_threads(config);
   const dim3 grid(static_cast<unsigned>(n / block_n), static_cast<unsigned>(grid_rows), static_cast<unsigned>(split_k));
-  const bool cluster_reduce = is_wgmma_ws_config(config) &&
-                              mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "CLUSTER_REDUCE") == 1;
+  const bool cluster_reduce =
+      is_wgmma_ws_config(config) && mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "CLUSTER_REDUCE") == 1;
   if (cluster_reduce) {
     // The SPLIT_K blocks of an output tile as one cluster: they sum their partial tiles through
     // distributed shared memory and write Y themselves.
