@@ -159,6 +159,19 @@ __device__ __forceinline__ void dequant_tile_to_smem(const u8* w, u8* wb, int dw
 }
 #endif
 
+// The descriptor of activation piece p (MMA_N rows) at k16 step ks of the stage at `a_addr`.
+__device__ __forceinline__ unsigned long long activation_desc(u32 a_addr, int ks, int p) {
+  return smem_desc_sw128(a_addr + (ks >> 2) * (BLOCK_M * 128) + p * MMA_N * 128 + (ks & 3) * 32);
+}
+
+// Pins every accumulator of the thread across the asynchronous MMAs (fence_acc).
+__device__ __forceinline__ void fence_tile_acc(float (&acc)[WS_MW][WS_NP][MMA_N / 2]) {
+#pragma unroll
+  for (int m = 0; m < WS_MW; ++m)
+#pragma unroll
+    for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+}
+
 #if CLUSTER_REDUCE
 // Cluster-wide barrier of every non-exited thread, releasing this block's shared-memory writes
 // to the cluster and acquiring the others' (PTX ISA, "barrier.cluster").
@@ -298,18 +311,14 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     fence_proxy_async();
     const u32 a_addr = smem_addr(pipe + (kt % STAGES) * WS_A_STAGE),
               w_addr = smem_addr(pipe + WS_WB_RING + (kt & 1) * WS_WB_STAGE);
-#pragma unroll
-    for (int m = 0; m < WS_MW; ++m)
-#pragma unroll
-      for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+    fence_tile_acc(acc);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < BLOCK_K / 16; ++ks)
 #pragma unroll
       for (int p = 0; p < WS_NP; ++p) {
         if (p * MMA_N >= row_count) continue;  // block-uniform
-        const unsigned long long b =
-            smem_desc_sw128(a_addr + (ks >> 2) * (BLOCK_M * 128) + p * MMA_N * 128 + (ks & 3) * 32);
+        const unsigned long long b = activation_desc(a_addr, ks, p);
 #pragma unroll
         for (int m = 0; m < WS_MW; ++m) {
           const unsigned long long w =
@@ -335,10 +344,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     const u8* ws_s = wq_s + WQ_STAGE;
 #pragma unroll
     for (int ka = 0; ka < KA; ++ka) {
-#pragma unroll
-      for (int m = 0; m < WS_MW; ++m)
-#pragma unroll
-        for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+      fence_tile_acc(acc);
       wgmma_fence();
 #pragma unroll
       for (int s = 0; s < 2; ++s)
@@ -346,8 +352,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
         for (int p = 0; p < WS_NP; ++p) {
           if (p * MMA_N >= row_count) continue;  // block-uniform
           const int ks = ka * 2 + s;
-          const unsigned long long b =
-              smem_desc_sw128(a_addr + (ks >> 2) * (BLOCK_M * 128) + p * MMA_N * 128 + (ks & 3) * 32);
+          const unsigned long long b = activation_desc(a_addr, ks, p);
 #pragma unroll
           for (int m = 0; m < WS_MW; ++m) wgmma_rs<MMA_N>(acc[m][p], wa[ka & 1][m][s], b);
         }
@@ -377,10 +382,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
 #endif
   wgmma_wait<0>();
-#pragma unroll
-  for (int m = 0; m < WS_MW; ++m)
-#pragma unroll
-    for (int p = 0; p < WS_NP; ++p) fence_acc(acc[m][p]);
+  fence_tile_acc(acc);
 
   // D fragment of m64nNk16: register 4i + e at W row 16q + g (+8 for e >= 2) of the tile,
   // activation row 8i + 2t (+1 for odd e) of the piece.
