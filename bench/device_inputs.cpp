@@ -1,7 +1,9 @@
-// fill_random_mxfp4: random_mxfp4 (inputs.cpp) on the device, word for word.
+// fill_random_mxfp4 and fill_random_bf16: random_mxfp4 and random_bf16 (inputs.cpp) on the
+// device, word for word.
 #include "device_inputs.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "inputs.hpp"
 #include "mxfp4.hpp"
@@ -44,6 +46,20 @@ extern "C" __global__ void random_mxfp4_scales(unsigned char* __restrict__ out, 
     out[i] = (unsigned char)(lo + (((r >> 32) * span) >> 32));
   }
 }
+// random_bf16: value i is draw i + 1 of splitmix64 seeded with seed * 0x2545F4914F6CDD1D + 1,
+// mapped to [-1, 1) on a 2^-24 grid as Rng::uniform does (every step exact but the final add,
+// rounded to nearest as on the host), then rounded to BF16 to nearest even.
+extern "C" __global__ void random_bf16_values(unsigned short* __restrict__ out, long long count, u64 seed) {
+  const u64 start = seed * 0x2545F4914F6CDD1Dull + 1ull;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    const u64 r = mix(start + ((u64)i + 1ull) * GOLDEN);
+    const float x = __fadd_rn(-1.0f, __fmul_rn(__fmul_rn(2.0f, (float)(r >> 40)), 0x1p-24f));
+    unsigned u = __float_as_uint(x);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    out[i] = (unsigned short)(u >> 16);
+  }
+}
 )";
   return source;
 }
@@ -56,7 +72,9 @@ CompileRequest fill_request(const std::string& arch) {
 
 const JitKernelCache& fill_kernels() {
   static const JitKernelCache cache("random_fill", [](const Config&, const std::string& arch) {
-    return JitBuild{fill_request(arch), {JitKernel{"random_mxfp4_codes"}, JitKernel{"random_mxfp4_scales"}}};
+    return JitBuild{
+        fill_request(arch),
+        {JitKernel{"random_mxfp4_codes"}, JitKernel{"random_mxfp4_scales"}, JitKernel{"random_bf16_values"}}};
   });
   return cache;
 }
@@ -80,6 +98,22 @@ void fill_random_mxfp4(void* codes, void* scales, std::int64_t rows, std::int64_
   void* scale_args[] = {&scales, &count, &seed, &lo, &span};
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.kernel(1)), dim3(grid_for(count, kThreads)),
                                         dim3(kThreads), scale_args, 0, stream));
+}
+
+void fill_random_bf16(void* out, std::int64_t count, std::uint64_t seed, cudaStream_t stream) {
+  if (count <= 0) throw std::invalid_argument("random_bf16: bad count " + std::to_string(count));
+  const JitKernels& k = fill_kernels().get(Config{});
+  constexpr int kThreads = 256;
+  long long n = count;
+  void* args[] = {&out, &n, &seed};
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.kernel(2)), dim3(grid_for(n, kThreads)),
+                                        dim3(kThreads), args, 0, stream));
+}
+
+std::vector<std::uint16_t> download_bf16(const DeviceBuffer& values) {
+  std::vector<std::uint16_t> out(values.bytes() / 2);
+  values.download(out.data(), out.size() * 2);
+  return out;
 }
 
 CompileResult compile_random_fill(const KernelCompiler& compiler, const std::string& arch) {

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "cublaslt_gemm.hpp"
+#include "device_inputs.hpp"
 #include "gemm_cost.hpp"
 #include "inputs.hpp"
 #include "mxfp4_gpu_internal.hpp"
@@ -25,7 +26,6 @@ struct DenseWorkload final : Mxfp4Workload {
   Shape shape;
   std::shared_ptr<DenseWeights> weights;
   const PackedMxfp4& w_host() const { return weights->host; }
-  std::vector<std::uint16_t> x_host;
   DeviceBuffer x, y, yacc;
   DeviceBuffer w_bf16;               // the dequantize-then-GEMM path's W, made on first use
   std::unique_ptr<CublasLtGemm> lt;  // its cuBLASLt state, likewise
@@ -77,12 +77,12 @@ std::unique_ptr<Workload> Mxfp4GemmOp::prepare(const Shape& shape, std::uint64_t
   auto w = std::make_unique<DenseWorkload>();
   w->shape = shape;
   w->weights = dense_weights(shape, seed, scale_lo_, scale_hi_);
-  w->x_host = random_bf16(static_cast<std::size_t>(shape.m * shape.k), seed);
-  w->x = DeviceBuffer(w->x_host.size() * 2);
-  w->x.upload(w->x_host.data(), w->x_host.size() * 2);
+  w->x = DeviceBuffer(static_cast<std::size_t>(shape.m * shape.k) * 2);
+  fill_random_bf16(w->x.get(), shape.m * shape.k, seed, nullptr);
   w->y = DeviceBuffer(static_cast<std::size_t>(shape.m * shape.n) * 2);
   w->yacc = DeviceBuffer(static_cast<std::size_t>(shape.m * shape.n) * 4);
   TUNEBENCH_CUDA_CHECK(cudaMemset(w->yacc.get(), 0, w->yacc.bytes()));
+  TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());  // the timing stream does not wait for the default one
   return w;
 }
 
@@ -114,7 +114,7 @@ CheckResult Mxfp4GemmOp::check(Workload& work, const Config& config, cudaStream_
   if (w.ref.empty()) {
     const auto canonical = unpack_from_gpu(w.w_host().codes.data(), w.w_host().scales.data(), w.shape.k, 0, w.shape.n);
     w.ref.resize(static_cast<std::size_t>(w.shape.m * w.shape.n));
-    reference_rows(w.x_host.data(), canonical, w.shape.m, w.ref.data());
+    reference_rows(download_bf16(w.x).data(), canonical, w.shape.m, w.ref.data());
   }
   TUNEBENCH_CUDA_CHECK(cudaMemsetAsync(w.y.get(), 0xFF, w.y.bytes(), stream));  // bf16 NaN
   run(work, config, stream);

@@ -30,7 +30,6 @@ struct MoeWorkload final : Mxfp4Workload {
   bool pair_input = false;  // w2: A has one row per routed pair
   std::int64_t rows_a = 0, pairs = 0;
   std::shared_ptr<DeviceWeights> w;
-  std::vector<std::uint16_t> a_host;
   DeviceBuffer a, y, yacc;
   std::vector<Routing> routings;
   std::size_t calls = 0;
@@ -134,9 +133,8 @@ std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t 
   w->pairs = shape.m * shape.top_k;
   w->rows_a = w->pair_input ? w->pairs : shape.m;
   w->w = moe_weights(shape, seed, scale_lo_, scale_hi_);
-  w->a_host = random_bf16(static_cast<std::size_t>(w->rows_a * shape.k), seed);
-  w->a = DeviceBuffer(w->a_host.size() * 2);
-  w->a.upload(w->a_host.data(), w->a_host.size() * 2);
+  w->a = DeviceBuffer(static_cast<std::size_t>(w->rows_a * shape.k) * 2);
+  fill_random_bf16(w->a.get(), w->rows_a * shape.k, seed, nullptr);
   w->y = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 2);
   w->yacc = DeviceBuffer(static_cast<std::size_t>(w->pairs * shape.n) * 4);
   TUNEBENCH_CUDA_CHECK(cudaMemset(w->yacc.get(), 0, w->yacc.bytes()));
@@ -157,6 +155,7 @@ std::unique_ptr<Workload> Mxfp4MoeOp::prepare(const Shape& shape, std::uint64_t 
   for (const auto& f : failed) {
     if (f) std::rethrow_exception(f);
   }
+  TUNEBENCH_CUDA_CHECK(cudaDeviceSynchronize());  // the timing stream does not wait for the default one
   return w;
 }
 
@@ -185,6 +184,7 @@ CheckResult Mxfp4MoeOp::check(Workload& work, const Config& config, cudaStream_t
     w.ref.assign(static_cast<std::size_t>(w.pairs * s.n), 0.0f);
     const std::size_t expert_codes = static_cast<std::size_t>(s.n * s.k / 2), expert_scales = expert_codes / 16;
     std::vector<std::uint8_t> codes(expert_codes), scales(expert_scales);
+    const std::vector<std::uint16_t> a_host = download_bf16(w.a);
     std::size_t start = 0;
     for (std::int64_t e = 0; e < s.experts; ++e) {
       const int count = r.expert_count[e];
@@ -198,7 +198,7 @@ CheckResult Mxfp4MoeOp::check(Workload& work, const Config& config, cudaStream_t
       for (int i = 0; i < count; ++i) {
         const int p = r.sorted[start + i];
         const std::int64_t src = w.pair_input ? p : p / s.top_k;
-        std::copy_n(w.a_host.data() + src * s.k, s.k, rows.data() + i * s.k);
+        std::copy_n(a_host.data() + src * s.k, s.k, rows.data() + i * s.k);
       }
       std::vector<float> out(static_cast<std::size_t>(count * s.n));
       reference_rows(rows.data(), canonical, count, out.data());

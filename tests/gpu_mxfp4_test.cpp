@@ -314,3 +314,23 @@ TEST_F(GpuMxfp4, DeviceRandomWeightsAreTheHostGeneratorsBytes) {
   EXPECT_THROW(tunebench::bench::fill_random_mxfp4(nullptr, nullptr, 1, 33, 1, kScaleLo, kScaleHi, stream_->get()),
                std::invalid_argument);
 }
+
+// The activations are made on the device too: random_bf16's values bit for bit, over several
+// 1 Mi-value chunks of the host generator and an odd count (a partial last chunk).
+TEST_F(GpuMxfp4, DeviceRandomActivationsAreTheHostGeneratorsValues) {
+  const std::int64_t count = 3 * (1 << 20) + 12345;
+  for (const std::uint64_t seed : {0ull, 7ull, 1235ull}) {
+    const auto host = tunebench::bench::random_bf16(static_cast<std::size_t>(count), seed);
+    tunebench::DeviceBuffer values(host.size() * 2);
+    tunebench::bench::fill_random_bf16(values.get(), count, seed, stream_->get());
+    ASSERT_EQ(cudaStreamSynchronize(stream_->get()), cudaSuccess);
+    const auto got = tunebench::bench::download_bf16(values);
+    ASSERT_EQ(got.size(), host.size());
+    std::size_t first_diff = host.size();
+    for (std::size_t i = 0; i < host.size() && first_diff == host.size(); ++i) {
+      if (got[i] != host[i]) first_diff = i;
+    }
+    EXPECT_EQ(first_diff, host.size()) << "seed " << seed << ": value " << first_diff << " differs";
+  }
+  EXPECT_THROW(tunebench::bench::fill_random_bf16(nullptr, 0, 1, stream_->get()), std::invalid_argument);
+}
