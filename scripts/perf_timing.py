@@ -50,18 +50,22 @@ def times(results):
 
 
 def print_stage(label, s):
+    # setup_seconds: the warm-up, eager cycle and batch capture of each benchmark's first call
+    # (absent from a run directory written before it was recorded).
     print(f"{label}: {s['kernel_seconds']:.1f} s kernel time in {s['seconds']:.1f} s "
-          f"({100 * s['busy_fraction']:.0f}% busy), {s['prepare_seconds']:.1f} s preparing")
+          f"({100 * s['busy_fraction']:.0f}% busy), {s['prepare_seconds']:.1f} s preparing, "
+          f"{s.get('setup_seconds', 0):.1f} s setting up timed runs")
     classes = {}
     for b in s["benchmarks"]:
-        c = classes.setdefault(key_class(b["name"]), [0, 0.0, 0.0, 0.0])
+        c = classes.setdefault(key_class(b["name"]), [0, 0.0, 0.0, 0.0, 0.0])
         c[0] += 1
         c[1] += b["seconds"]
         c[2] += b["kernel_seconds"]
         c[3] += b["prepare_seconds"]
-    for name, (n, wall, kernel, prep) in sorted(classes.items()):
+        c[4] += b.get("setup_seconds", 0)
+    for name, (n, wall, kernel, prep, setup) in sorted(classes.items()):
         print(f"  {name:24s} {n:4d} benchmarks {wall:7.1f} s wall {kernel:7.1f} s kernel "
-              f"{100 * kernel / wall if wall else 0:5.1f}% busy {prep:6.1f} s preparing")
+              f"{100 * kernel / wall if wall else 0:5.1f}% busy {prep:6.1f} s preparing {setup:6.2f} s setting up")
 
 
 def main():

@@ -123,5 +123,9 @@ for b in probed["benchmarks"]:
     assert probed_stage[family]["runs"] > b["iterations"], (family, probed_stage[family], b)  # the probe rounds
 for family, stage in reps_stage.items():
     assert stage["runs"] == 3 * stage["sized_iterations"], (family, stage)
+# The wall's split: preparing and setting up (the warm-up run) are parts of a benchmark's calls.
+for stage in list(cold_stage.values()) + list(reps_stage.values()):
+    assert stage["setup_seconds"] > 0, stage
+    assert stage["prepare_seconds"] + stage["setup_seconds"] + stage["kernel_seconds"] <= stage["seconds"], stage
 PY
 echo "iteration sizing: ok"

@@ -68,12 +68,14 @@ void write_timing_stage(const std::filesystem::path& file, const TimingStageStat
   doc["busy_fraction"] = stats.busy();
   doc["runs"] = stats.runs();
   doc["prepare_seconds"] = stats.prepare_seconds();
+  doc["setup_seconds"] = stats.setup_seconds();
   auto& list = doc["benchmarks"] = nlohmann::json::array();
   for (const auto& b : stats.benchmarks) {
     const auto sized = stats.sized_iterations.find(b.name);
     list.push_back({{"name", b.name},
                     {"seconds", b.seconds},
                     {"prepare_seconds", b.prepare_seconds},
+                    {"setup_seconds", b.setup_seconds},
                     {"kernel_seconds", b.kernel_seconds},
                     {"busy_fraction", b.seconds > 0 ? b.kernel_seconds / b.seconds : 0},
                     {"runs", b.runs},

@@ -30,8 +30,9 @@ std::string timing_summary(const TimingStageStats& stats);
 std::string short_of_min_time_note(const TimingStageStats& stats, double min_time);
 
 /// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they
-/// ran, name, seconds, prepare_seconds, kernel_seconds, busy_fraction, runs and sized_iterations
-/// (the count given up front, null where Google Benchmark probed). Throws std::runtime_error when it
+/// ran, name, seconds, prepare_seconds, setup_seconds (OpTiming::setup_seconds), kernel_seconds,
+/// busy_fraction, runs and sized_iterations (the count given up front, null where Google
+/// Benchmark probed). Throws std::runtime_error when it
 /// cannot be written.
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats);
 

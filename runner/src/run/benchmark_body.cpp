@@ -92,26 +92,29 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
   const auto started = std::chrono::steady_clock::now();
   LastBenchmark& last = loop.last;
   std::lock_guard<std::mutex> lock(last.mutex);
-  double measured_s = 0, runs = 0, prepare_s = 0;
+  double measured_s = 0, runs = 0, prepare_s = 0, setup_s = 0;
   struct Account {  // the call's wall time counts also when the op throws
     TimingLoopState& loop;
     const std::string& name;
     std::chrono::steady_clock::time_point started;
     double& prepare_s;
+    double& setup_s;
     double& measured_s;
     double& runs;
     ~Account() {
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      loop.stats.add(name, wall, prepare_s, measured_s, runs);
+      loop.stats.add(name, wall, prepare_s, setup_s, measured_s, runs);
     }
-  } account{loop, family.name, started, prepare_s, measured_s, runs};
+  } account{loop, family.name, started, prepare_s, setup_s, measured_s, runs};
   if (last.name != family.name) {
     prepare(family, context, loop);
     prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   state.SetLabel(last.label);
   const SmClock clock_start = sm_clock(context);
+  const double setup_before = last.timing->setup_seconds();
   const auto total = last.timing->measure(state, last.config);
+  setup_s = last.timing->setup_seconds() - setup_before;
   if (const std::string& why = last.timing->batch_refused();
       !why.empty() && loop.eager_ops.insert(family.op->name()).second) {
     std::cerr << ("bench: " + family.op->name() + "'s runs cannot be captured into a CUDA graph (" +

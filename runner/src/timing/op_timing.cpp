@@ -481,10 +481,18 @@ std::optional<LoopTotal> OpTiming::batch_loop(benchmark::State& state, const Bat
 }
 
 std::optional<LoopTotal> OpTiming::measure(benchmark::State& state, const Config& config) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto set_up = [&] {
+    setup_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   if (cupti_ && options_.loop == TimingLoop::kGraph && batch_refused_.empty()) {
-    if (const Batch* b = batch_for(config)) return batch_loop(state, *b);
+    if (const Batch* b = batch_for(config)) {
+      set_up();
+      return batch_loop(state, *b);
+    }
   }
   warm(config);
+  set_up();
   if (cupti_) return cupti_loop(state, config);
   double total_s = 0;
   for (auto _ : state) {

@@ -119,6 +119,12 @@ class OpTiming {
   /// were never tried): measure() then times them eagerly.
   const std::string& batch_refused() const { return batch_refused_; }
 
+  /// Wall seconds measure() has spent before its timed runs, summed over its calls: the warm-up
+  /// run, or the graph-batched loop's eager cycle, capture, instantiation and upload (the first
+  /// call for a config; later calls add about nothing). timing_stage.json reports it per
+  /// benchmark as setup_seconds.
+  double setup_seconds() const { return setup_seconds_; }
+
   const TimingOptions& options() const { return options_; }
 
  private:
@@ -154,6 +160,7 @@ class OpTiming {
   std::function<void(const std::string&)> on_new_config_;
   std::unique_ptr<Batch> batch_;  // the graph-batched loop's graph, of one config
   std::string batch_refused_;
+  double setup_seconds_ = 0;
 };
 
 }  // namespace tunebench

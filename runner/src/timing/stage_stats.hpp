@@ -17,6 +17,7 @@ struct TimingStageStats {
     std::string name;            ///< the family's name
     double seconds = 0;          ///< wall time of its calls (preparation and config choice included)
     double prepare_seconds = 0;  ///< of which preparing its workload and choosing its config
+    double setup_seconds = 0;    ///< of which setting up the timed runs (OpTiming::setup_seconds)
     double kernel_seconds = 0;   ///< measured time of its timed runs (manual time it reported)
     double runs = 0;             ///< timed runs (iterations) of its calls
   };
@@ -34,14 +35,16 @@ struct TimingStageStats {
   /// How far past min_time a sized call may run before it is named: Google Benchmark's own
   /// rounds end near 1.4 x min_time.
   static constexpr double kOverrunFactor = 4;
-  /// Adds one call of benchmark `name`: `wall_s` of wall (`prepare_s` of it preparing), `measured_s`
-  /// measured over `call_runs`.
-  void add(const std::string& name, double wall_s, double prepare_s, double measured_s, double call_runs) {
+  /// Adds one call of benchmark `name`: `wall_s` of wall (`prepare_s` of it preparing, `setup_s`
+  /// setting up its timed runs), `measured_s` measured over `call_runs`.
+  void add(const std::string& name, double wall_s, double prepare_s, double setup_s, double measured_s,
+           double call_runs) {
     const auto [it, added] = index_.emplace(name, benchmarks.size());
-    if (added) benchmarks.push_back({name, 0, 0, 0, 0});
+    if (added) benchmarks.push_back({name, 0, 0, 0, 0, 0});
     auto& b = benchmarks[it->second];
     b.seconds += wall_s;
     b.prepare_seconds += prepare_s;
+    b.setup_seconds += setup_s;
     b.kernel_seconds += measured_s;
     b.runs += call_runs;
   }
@@ -54,6 +57,11 @@ struct TimingStageStats {
   double prepare_seconds() const {
     double s = 0;
     for (const auto& b : benchmarks) s += b.prepare_seconds;
+    return s;
+  }
+  double setup_seconds() const {
+    double s = 0;
+    for (const auto& b : benchmarks) s += b.setup_seconds;
     return s;
   }
   double runs() const {
