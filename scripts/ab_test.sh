@@ -13,8 +13,9 @@
 #    inconclusive.
 # --aa: both sides VAR=VALUE: how many benchmarks the method flags on this machine when nothing
 # differs (its calibration; about 5% expected). Default bench arguments: --benchmark_filter=^mxfp4
-# and, per process unless given, --benchmark_repetitions=3 --benchmark_min_time=0.01 (a process's
-# repetitions are one sample however long they run: rounds buy resolution, long loops do not).
+# and, per process unless given, --benchmark_repetitions=1 --benchmark_min_time=0.01 (a process's
+# repetitions are one sample however long they run: rounds buy resolution, repetitions and long
+# loops do not; docs/ab-method.md).
 # Everything is kept in an A/B folder ab-YYYYmmdd-HHMMSS under TUNEBENCH_RUNS (default runs/):
 # a.json, b.json, verdict.json, verdict.txt, and each process's results as a-1.json, b-1.json, ...
 # Beside it, under TUNEBENCH_RUNS, stay the 4K+1 run directories bench made (the record run and
@@ -111,7 +112,7 @@ for arg in "${args[@]}"; do
   esac
 done
 [ ${#args[@]} -gt 0 ] || args=(--benchmark_filter=^mxfp4)
-printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=3)
+printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_repetitions' || args+=(--benchmark_repetitions=1)
 printf '%s\n' "${args[@]}" | grep -q -- '--benchmark_min_time' || args+=(--benchmark_min_time=0.01)
 runs=${TUNEBENCH_RUNS:-runs}
 made_top=""  # the outermost folder this A/B made for TUNEBENCH_RUNS, removed again if it stops early
