@@ -32,8 +32,7 @@ std::string short_of_min_time_note(const TimingStageStats& stats, double min_tim
 /// Writes `file` (atomically) as JSON: the stage's figures and, per benchmark in the order they
 /// ran, name, seconds, prepare_seconds, setup_seconds (OpTiming::setup_seconds), kernel_seconds,
 /// busy_fraction, runs and sized_iterations (the count given up front, null where Google
-/// Benchmark probed). Throws std::runtime_error when it
-/// cannot be written.
+/// Benchmark probed). Throws std::runtime_error when it cannot be written.
 void write_timing_stage(const std::filesystem::path& file, const TimingStageStats& stats);
 
 }  // namespace tunebench
