@@ -315,17 +315,24 @@ PY
     || fail "compare.py cannot read the skipped entries"
 fi
 
-# An interrupted run leaves an earlier --benchmark_out file whole; a finished one replaces it.
+# An interrupted run leaves an earlier --benchmark_out file whole, says in one line where its
+# output is, and still ends by the signal; a finished one replaces it.
 # (Job control on: without it a background job ignores SIGINT, as a Ctrl-C never would.)
 echo '{"previous": true}' >"$work/keep.json"
 set -m
-"$bench" --benchmark_filter=cpu_mxfp4_gemm/dsv4f_prefill_ep/M:16384/ --benchmark_out="$work/keep.json" >/dev/null 2>&1 &
+"$bench" --benchmark_filter=cpu_mxfp4_gemm/dsv4f_prefill_ep/M:16384/ --benchmark_out="$work/keep.json" >/dev/null 2>"$work/int.err" &
 pid=$!
 set +m
 sleep 2
 kill -INT "$pid"
-if wait "$pid"; then fail "interrupted bench exited 0"; fi
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || fail "interrupted bench exited $rc, expected 130 (ended by SIGINT): $(cat "$work/int.err")"
 grep -q previous "$work/keep.json" || fail "an interrupted run damaged the earlier output"
+grep -qF "bench: interrupted: the results file is left as $(cd "$work" && pwd -P)/keep.json.incomplete" "$work/int.err" \
+  || grep -qF "bench: interrupted: the results file is left as $work/keep.json.incomplete" "$work/int.err" \
+  || fail "no line saying where the interrupted run's output is: $(cat "$work/int.err")"
+[ -f "$work/keep.json.incomplete" ] || fail "the line names $work/keep.json.incomplete, which is not there"
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
   --benchmark_out="$work/keep.json" >/dev/null 2>&1 || fail "run to keep.json failed"
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["benchmarks"]' "$work/keep.json" \

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -33,6 +34,7 @@
 #include "report/run_dir.hpp"
 #include "report/timing_stage.hpp"
 #include "run/benchmark_body.hpp"
+#include "run/interrupt_note.hpp"
 #include "settings/invocation.hpp"
 #include "sweep/dead_scratch.hpp"
 #include "sweep/mpi/mpi_executor.hpp"
@@ -362,7 +364,12 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   register_families(inv, families, filter, frozen, loop);
   BencherFile dashboard;
   const auto timing_started = std::chrono::steady_clock::now();
-  const std::size_t matched = time_stage(inv, families, filter, dir, out_file, dashboard);
+  std::size_t matched = 0;
+  {
+    std::optional<InterruptNote> note;
+    if (!inv.listing()) note.emplace(interrupted_line(results, dir.claimed() ? absolute_text(dir.path()) : ""));
+    matched = time_stage(inv, families, filter, dir, out_file, dashboard);
+  }
   loop->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timing_started).count();
   process.timing_s = loop->stats.seconds;
   loop->last.release();  // the last benchmark's device memory, while CUDA is still up
