@@ -112,7 +112,7 @@ TEST(Invocation, AGivenOutputFileKeepsItsNameAndACsvIsNotCalledJson) {
 // Google Benchmark 1.8's "100x" (iterations) and "1s" are not 1.7.1's: it would answer them
 // with two lines of its own after the run directory was made.
 TEST(Invocation, AMinTimeThatIsNotPlainSecondsIsOneLineError) {
-  for (const char* t : {"100x", "1s", "0.5s", "", "x", "-1", "nan", "inf", "0,5"}) {
+  for (const char* t : {"100x", "1s", "0.5s", "", "x", "nan", "inf", "0,5"}) {
     Argv a({"bench", std::string("--benchmark_min_time=") + t});
     try {
       tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
@@ -121,6 +121,16 @@ TEST(Invocation, AMinTimeThatIsNotPlainSecondsIsOneLineError) {
       EXPECT_EQ(std::string(e.what()), std::string("--benchmark_min_time='") + t +
                                            "': expected plain seconds, e.g. 0.5 (Google Benchmark 1.7.1 takes no "
                                            "iteration count 'Nx' and no 's' suffix)");
+    }
+  }
+  for (const char* t : {"-1", "-0.5", "-1e-3"}) {  // a number, but no time: the line says so
+    Argv a({"bench", std::string("--benchmark_min_time=") + t});
+    try {
+      tunebench::Invocation inv(a.argc(), a.ptrs.data(), "shapes");
+      ADD_FAILURE() << t << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--benchmark_min_time='") + t + "': expected seconds >= 0, e.g. 0.5");
     }
   }
   for (const char* t : {"0.5", "0.01", "2", "1e-2", "0"}) {

@@ -94,7 +94,11 @@ void Invocation::check_min_time() const {
   for (const std::string_view v : values_of("--benchmark_min_time=")) {
     double seconds = -1;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !std::isfinite(seconds) || seconds < 0) {
+    const bool parsed = !v.empty() && ec == std::errc() && end == v.data() + v.size() && std::isfinite(seconds);
+    if (parsed && seconds < 0) {
+      throw std::invalid_argument("--benchmark_min_time='" + std::string(v) + "': expected seconds >= 0, e.g. 0.5");
+    }
+    if (!parsed) {
       throw std::invalid_argument("--benchmark_min_time='" + std::string(v) +
                                   "': expected plain seconds, e.g. 0.5 (Google Benchmark 1.7.1 takes no iteration "
                                   "count 'Nx' and no 's' suffix)");
