@@ -149,7 +149,11 @@ cleanup() {  # an A/B that did not reach its verdict leaves no half-made folder
       n_left=$(echo "$left" | wc -l)
       what="run directory $(echo "$left" | head -1) stays"
       [ "$n_left" = 1 ] || what="$n_left run directories, $(echo "$left" | head -1) to $(echo "$left" | tail -1), stay"
-      echo "ab_test: stopped before the verdict; the $what in $runs" >&2
+      # A process stopped mid-run leaves its run directory half-made (manifest status running).
+      local cut
+      cut=$(for d in $left; do grep -qs '"status": *"running"' "$runs/$d/manifest.json" && echo "$d"; done | tr '\n' ' ' || true)
+      cut=${cut% }
+      echo "ab_test: stopped before the verdict; the $what in $runs${cut:+; $cut stopped mid-run (its manifest still says running)}" >&2
     fi
     if [ -n "$made_top" ]; then  # the folders made for TUNEBENCH_RUNS, innermost first, while empty
       local d=$runs
