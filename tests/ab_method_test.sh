@@ -106,6 +106,21 @@ set -e
 grep -Eq "^ab_test: stopped before the verdict; the 2 run directories, .* stay in $work/runs\$" "$work/replay.err" \
   || fail "a failing replay did not name the run directories it left: $(cat "$work/replay.err")"
 
+# A replay stopped mid-run (SIGTERM: a background job of a script ignores SIGINT): the line also
+# names the run directory it left half-made, whose manifest still says running.
+printf '#!/bin/sh\ncase "$*" in *--tunebench_check=1*) ;; *) if [ "${AB_X:-}" = 2 ]; then "%s" "$@" --benchmark_min_time=5 & sleep 2; kill -TERM $!; wait $!; exit $?; fi ;; esac\nexec "%s" "$@"\n' \
+  "$bench" "$bench" >"$work/stopped-bench"
+chmod +x "$work/stopped-bench"
+set +e
+TUNEBENCH_RUNS=$work/runs-stopped BENCH=$work/stopped-bench "$ab" --rounds 1 AB_X 1 2 "${common[@]}" >/dev/null 2>"$work/stopped.err"
+rc=$?
+set -e
+[ "$rc" = 143 ] || fail "a replay stopped by SIGTERM: exit $rc, expected 143: $(cat "$work/stopped.err")"
+half=$(grep -l '"status": "running"' "$work"/runs-stopped/*/manifest.json | xargs -n1 dirname | xargs -n1 basename)
+[ "$(echo "$half" | wc -w)" = 1 ] || fail "expected one half-made run directory, found: $half"
+grep -Eq "^ab_test: stopped before the verdict; the 3 run directories, .* stay in $work/runs-stopped; $half stopped mid-run \(its manifest still says running\)\$" \
+  "$work/stopped.err" || fail "the half-made run directory is not named: $(cat "$work/stopped.err")"
+
 # Bad arguments or settings: one line, exit status 2, before any run (nothing left under
 # TUNEBENCH_RUNS): ab_test's own checks, and bench's bad settings in bench's own line. Each case
 # is ENVIRONMENT|ARGUMENTS|the line expected.
