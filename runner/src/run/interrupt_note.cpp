@@ -21,25 +21,17 @@ void on_signal(int sig) {
   std::raise(sig);
 }
 
-}  // namespace
-
-InterruptNote::InterruptNote(const std::string& line) {
+// The handler, once `line` is copied where it reads it (before it can run).
+void (*handler_for(const std::string& line))(int) {
   g_length = std::min(line.size(), sizeof g_line - 1);
   std::memcpy(g_line, line.data(), g_length);
-  struct sigaction act {};
-  act.sa_handler = on_signal;
-  sigemptyset(&act.sa_mask);
-  for (std::size_t i = 0; i < kSignals.size(); ++i) {
-    if (sigaction(kSignals[i], nullptr, &old_[i]) != 0 || old_[i].sa_handler != SIG_DFL) continue;
-    installed_[i] = sigaction(kSignals[i], &act, nullptr) == 0;
-  }
+  return on_signal;
 }
 
-InterruptNote::~InterruptNote() {
-  for (std::size_t i = 0; i < kSignals.size(); ++i) {
-    if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-}
+}  // namespace
+
+InterruptNote::InterruptNote(const std::string& line)
+    : scope_(handler_for(line), StopSignalScope::Over::kDefaultOnly) {}
 
 std::string interrupted_line(const std::string& results, const std::string& run_dir) {
   std::string line = "bench: interrupted: ";

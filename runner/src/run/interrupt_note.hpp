@@ -3,9 +3,9 @@
 // Benchmark's loop, which has no handler of its own: the process still ends by that signal, as
 // before, but the user learns where the partial output is.
 
-#include <array>
-#include <csignal>
 #include <string>
+
+#include "common/stop_signals.hpp"
 
 namespace tunebench {
 
@@ -16,14 +16,9 @@ namespace tunebench {
 class InterruptNote {
  public:
   explicit InterruptNote(const std::string& line);
-  ~InterruptNote();
-  InterruptNote(const InterruptNote&) = delete;
-  InterruptNote& operator=(const InterruptNote&) = delete;
 
  private:
-  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-  std::array<struct sigaction, 4> old_{};
-  std::array<bool, 4> installed_{};
+  StopSignalScope scope_;
 };
 
 /// bench's line for an interrupted timing stage: where the results file is left

@@ -125,23 +125,14 @@ void Scratch::remove() {
 // bench chose that it must not stop it. Restored however the sweep ends, so Ctrl-C is never left
 // caught by a handler nobody reads.
 namespace {
-constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// The handler, once the flag is cleared: a signal that came before this sweep is not its own.
+void (*cleared_handler())(int) {
+  g_signal = 0;
+  return on_signal;
+}
 }  // namespace
 
-CatchSignals::CatchSignals() {
-  struct sigaction act {};
-  act.sa_handler = on_signal;
-  sigemptyset(&act.sa_mask);
-  g_signal = 0;
-  for (std::size_t i = 0; i < kSignals.size(); ++i) {
-    sigaction(kSignals[i], nullptr, &old_[i]);
-    if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &act, nullptr);
-  }
-}
-
-void CatchSignals::restore() {
-  for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-}
+CatchSignals::CatchSignals() : scope_(cleared_handler(), StopSignalScope::Over::kAnyButIgnored) {}
 
 int caught_signal() { return g_signal; }
 

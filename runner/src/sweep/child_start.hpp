@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/stop_signals.hpp"
 #include "sweep/executor.hpp"
 
 namespace tunebench {
@@ -43,13 +44,10 @@ class Scratch {
 class CatchSignals {
  public:
   CatchSignals();
-  ~CatchSignals() { restore(); }
-  CatchSignals(const CatchSignals&) = delete;
-  CatchSignals& operator=(const CatchSignals&) = delete;
-  void restore();
+  void restore() { scope_.restore(); }
 
  private:
-  std::array<struct sigaction, 4> old_{};  // SIGINT, SIGTERM, SIGHUP, SIGQUIT
+  StopSignalScope scope_;
 };
 
 /// The signal caught since the last CatchSignals was made, 0 when none.
