@@ -38,7 +38,8 @@ class Config {
   bool empty() const { return params_.empty(); }
 
   /// "BLOCK_N=64,BLOCK_K=256": the benchmark label and the form stored in caches and run records.
-  std::string str() const;
+  /// Made once at construction: launch paths look kernels up by it on every run.
+  const std::string& str() const { return text_; }
   /// Inverse of str(); "" is the empty config. Throws ConfigError quoting the text on bad input.
   static Config parse(std::string_view text);
 
@@ -47,6 +48,7 @@ class Config {
 
  private:
   std::vector<Param> params_;
+  std::string text_;  // str()
 };
 
 /// One tunable parameter and the values it may take, in the order they are tried.

@@ -25,6 +25,10 @@ Config::Config(std::vector<Param> params) {
     check_name(p.first, params_);
     params_.push_back(std::move(p));
   }
+  for (const auto& [name, value] : params_) {
+    if (!text_.empty()) text_ += ',';
+    text_ += name + '=' + std::to_string(value);
+  }
 }
 
 std::int64_t Config::get(std::string_view name) const {
@@ -39,15 +43,6 @@ bool Config::has(std::string_view name) const {
     if (p.first == name) return true;
   }
   return false;
-}
-
-std::string Config::str() const {
-  std::string out;
-  for (const auto& [name, value] : params_) {
-    if (!out.empty()) out += ',';
-    out += name + '=' + std::to_string(value);
-  }
-  return out;
 }
 
 Config Config::parse(std::string_view text) {
