@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cpu_mxfp4_gemm.hpp"
@@ -375,6 +376,103 @@ TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
   EXPECT_EQ(all.stats.dropped, 0);
   EXPECT_EQ(full.calls, 20 * (1 + 15));
   EXPECT_LT(rec.calls * 3, full.calls);
+}
+
+namespace {
+
+// The key with half the M as the cache gives it: B=7 best at 300 us, B=b (b - 6) times that
+// for b >= 7 and 7 - b + 1 times for b < 7; B=2 was pruned there, B=3 failed there, B=20 has no row.
+std::vector<tunebench::cache::Measurement> half_m_key(std::int64_t best_ns) {
+  std::vector<tunebench::cache::Measurement> rows;
+  for (std::int64_t b = 1; b <= 19; ++b) {
+    tunebench::cache::Measurement m;
+    m.config = "B=" + std::to_string(b);
+    const std::int64_t ratio = b >= 7 ? b - 6 : 7 - b + 1;
+    m.p20_ns = m.p50_ns = m.p80_ns = best_ns * ratio;
+    if (b == 2) {
+      m.status = Status::kPruned;
+      m.p20_ns = m.p50_ns = m.p80_ns = std::nullopt;
+    }
+    if (b == 3) {
+      m.status = Status::kLaunchFailed;
+      m.p20_ns = m.p50_ns = m.p80_ns = std::nullopt;
+    }
+    rows.push_back(m);
+  }
+  return rows;
+}
+
+}  // namespace
+
+// Configs that ran more than prune_factor x the best on the key with half the M, or were pruned
+// there, are not run: stored as pruned with the ratio; those it failed or lacks still run.
+TEST(Race, PrunesByTheKeyWithHalfTheMAndRunsTheRest) {
+  const auto long_valley = [](const Config& c, std::int64_t) { return 400'000 + 50'000 * std::abs(c.get("B") - 7); };
+  Recorder rec{long_valley};
+  auto o = race_options();
+  o.prune_from = half_m_key(300'000);
+  o.prune_from_label = "M=16";
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "B=7");
+  ASSERT_EQ(out.results.size(), 20u);  // every config has its row
+  // More than 4x the best there: B=1, 2 (pruned there), 11..19 (5x..13x); B=4 is exactly 4x.
+  const std::set<std::int64_t> expected{1, 2, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  EXPECT_EQ(out.stats.pruned, static_cast<int>(expected.size()));
+  for (const auto& m : out.results) {
+    const auto b = Config::parse(m.config).get("B");
+    if (expected.count(b)) {
+      EXPECT_EQ(m.status, Status::kPruned) << m.config;
+      EXPECT_FALSE(m.p50_ns) << m.config;
+      EXPECT_EQ(rec.runs_of[b], 0) << m.config;
+    } else {
+      EXPECT_EQ(m.status, Status::kOk) << m.config;
+      EXPECT_GT(rec.runs_of[b], 0) << m.config;
+    }
+  }
+  const auto row = [&](const std::string& c) {
+    return *std::find_if(out.results.begin(), out.results.end(), [&](const auto& m) { return m.config == c; });
+  };
+  EXPECT_EQ(row("B=12").error, "pruned: 6.00x the best on M=16");
+  EXPECT_EQ(row("B=2").error, "pruned: pruned on M=16 too");
+  EXPECT_EQ(out.stats.dropped + out.stats.pruned + static_cast<int>(out.stats.finalists.size()), 20);
+}
+
+// Nothing is pruned by a key of short runs (under 200 us), with the factor 0, or where every
+// config would be.
+TEST(Race, PrunesNothingByShortKeysWithFactorZeroOrWhenNoneWouldBeLeft) {
+  const auto long_valley = [](const Config& c, std::int64_t) { return 400'000 + 50'000 * std::abs(c.get("B") - 7); };
+  const auto pruned_with = [&](tunebench::TuneOptions o) {
+    Recorder rec{long_valley};
+    const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+    EXPECT_TRUE(out.found());
+    return out.stats.pruned;
+  };
+  auto o = race_options();
+  o.prune_from = half_m_key(150'000);
+  o.prune_from_label = "M=16";
+  EXPECT_EQ(pruned_with(o), 0);
+  o.prune_from = half_m_key(300'000);
+  EXPECT_GT(pruned_with(o), 0);
+  o.prune_factor = 0;
+  EXPECT_EQ(pruned_with(o), 0);
+  // The best there is a config this key does not have: every config here is more than 4x it.
+  o.prune_factor = 4;
+  auto rows = half_m_key(300'000);
+  for (auto& m : rows) {
+    if (m.p50_ns) m.p20_ns = m.p50_ns = m.p80_ns = *m.p50_ns * 10;
+  }
+  tunebench::cache::Measurement elsewhere;
+  elsewhere.config = "B=99";
+  elsewhere.p20_ns = elsewhere.p50_ns = elsewhere.p80_ns = 300'000;
+  rows.push_back(elsewhere);
+  o.prune_from = rows;
+  Recorder rec{long_valley};
+  auto partial = o;
+  partial.only = {Config{{"B", 12}}, Config{{"B", 13}}};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), partial);
+  EXPECT_TRUE(out.found());
+  EXPECT_EQ(out.stats.pruned, 0);
 }
 
 TEST(Race, FinalistsAreEveryConfigWithinTheBandAndAtLeastTheMinimum) {

@@ -324,8 +324,8 @@ TEST_F(ConfigCacheTest, NewerSchemaIsRefusedAndNotTouched) {
     ConfigCache cache(file_);
     FAIL() << "a cache of schema 99 was opened";
   } catch (const tunebench::cache::SqliteError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "was written by a newer tunebench (schema 99, this one reads up to 4): left as it is"),
+    EXPECT_NE(std::string(e.what()).find("was written by a newer tunebench (schema 99, this one reads up to " +
+                                         std::to_string(ConfigCache::kSchemaVersion) + "): left as it is"),
               std::string::npos)
         << e.what();
   }
@@ -1016,7 +1016,7 @@ TEST_F(ConfigCacheTest, ABestWhoseMeasurementFailedIsRechosen) {
   EXPECT_FALSE(cache.best(key()));
 }
 
-// A schema 3 cache (no leases) opens and is upgraded; an older tunebench's export format is kept.
+// A schema 3 cache (no leases) opens and is upgraded; its export says the current format.
 TEST_F(ConfigCacheTest, SchemaThreeIsMigratedWithLeases) {
   {
     ConfigCache v4(file_);
@@ -1029,12 +1029,52 @@ TEST_F(ConfigCacheTest, SchemaThreeIsMigratedWithLeases) {
     EXPECT_FALSE(read.lease_holder(key()));
   }
   ConfigCache cache(file_);
-  EXPECT_EQ(cache.database().user_version(), 4);
+  EXPECT_EQ(cache.database().user_version(), ConfigCache::kSchemaVersion);
   EXPECT_EQ(cache.best(key())->config, "B=1");
   EXPECT_TRUE(cache.claim(key()).ours());
   std::string out;
   EXPECT_EQ(cli("export '" + (dir_ / "e.json").string() + "'", &out), 0) << out;
-  EXPECT_NE(bytes(dir_ / "e.json").find("\"tunebench_cache_schema\": 3"), std::string::npos);
+  EXPECT_NE(bytes(dir_ / "e.json").find("\"tunebench_cache_schema\": 5"), std::string::npos);
+}
+
+// A schema 4 cache, whose measurements table refuses the status pruned, is read as it is and,
+// opened for writing, made anew with every row kept; then a pruned row is stored and read back.
+TEST_F(ConfigCacheTest, SchemaFourIsMigratedToTakePrunedRows) {
+  {
+    ConfigCache v5(file_);
+    v5.store(key(), {ok("B=1", 500), ok("B=2", 700)}, Best{"B=1", 500, 0});
+  }
+  make_sqlite(file_,
+              "CREATE TABLE m4 AS SELECT * FROM measurements; DROP TABLE measurements;"
+              "CREATE TABLE measurements (op TEXT NOT NULL, kernel_version TEXT NOT NULL, tuning_key TEXT NOT NULL,"
+              " device_name TEXT NOT NULL, device_cc TEXT NOT NULL, toolkit TEXT NOT NULL, timing_mode TEXT NOT NULL,"
+              " config TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('ok', 'compile_failed', 'launch_failed',"
+              " 'wrong_result', 'timeout', 'unsupported')), p20_ns INTEGER, p50_ns INTEGER, p80_ns INTEGER,"
+              " error TEXT NOT NULL DEFAULT '', measured_at INTEGER NOT NULL, device_uuid TEXT NOT NULL DEFAULT '',"
+              " host TEXT NOT NULL DEFAULT '', PRIMARY KEY (op, kernel_version, tuning_key, device_name, device_cc,"
+              " toolkit, timing_mode, config));"
+              "INSERT INTO measurements SELECT * FROM m4; DROP TABLE m4; PRAGMA user_version = 4;");
+  {
+    ConfigCache read(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    EXPECT_EQ(read.database().user_version(), 4);
+    EXPECT_EQ(read.measurements(key()).size(), 2u);
+  }
+  ConfigCache cache(file_);
+  EXPECT_EQ(cache.database().user_version(), ConfigCache::kSchemaVersion);
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+  ASSERT_EQ(cache.measurements(key()).size(), 2u);
+  Measurement pruned;
+  pruned.config = "B=3";
+  pruned.status = Status::kPruned;
+  pruned.error = "pruned: 5.1x the best on M=64";
+  cache.store(key(), {pruned}, std::nullopt);
+  const auto m = cache.measurement(key(), "B=3");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, Status::kPruned);
+  EXPECT_EQ(m->error, pruned.error);
+  EXPECT_FALSE(m->p50_ns);
+  EXPECT_EQ(cache.measurements(key()).size(), 3u);
+  EXPECT_EQ(tunebench::cache::status_from_string("pruned"), Status::kPruned);
 }
 
 // One holder at a time: a second holder of the same file is told who holds the key; released

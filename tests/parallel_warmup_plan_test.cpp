@@ -9,7 +9,9 @@
 #include "sweep/shard_plan.hpp"
 
 using tunebench::device_tokens;
+using tunebench::order_for_pruning;
 using tunebench::plan_shards;
+using tunebench::ShardPlan;
 
 namespace tunebench {
 namespace {
@@ -146,6 +148,22 @@ TEST(ParallelWarmup, PlanBalancesCostTunesEveryKeyAndDoublesSome) {
   EXPECT_LT(extra, 0.1 * std::accumulate(costs.begin(), costs.end(), 0.0));
   EXPECT_EQ(plan_shards({5.0}, 2).doubled.size(), 1u);  // at least one key when N >= 2
   EXPECT_TRUE(plan_shards({5.0, 3.0}, 1).doubled.empty());
+}
+
+// For pruning by the key with half the M, a shard visits each group's keys from the smallest M
+// up, in the positions the group had; its first key stays first, other groups stay where they were.
+TEST(ParallelWarmup, ShardsVisitEachGroupFromTheSmallestMUpButTheirFirstKey) {
+  // Keys 0..3: group a, M 512..4096; 4..5: group b, M 8 and 16; 6: group c alone.
+  const std::vector<std::string> group{"a", "a", "a", "a", "b", "b", "c"};
+  const std::vector<std::int64_t> m{512, 1024, 2048, 4096, 8, 16, 64};
+  ShardPlan plan;
+  plan.shards = {{3, 4, 2, 6, 5, 1, 0}, {}};
+  order_for_pruning(plan, group, m);
+  EXPECT_EQ(plan.shards[0], (std::vector<std::size_t>{3, 4, 0, 6, 5, 1, 2}));
+  EXPECT_TRUE(plan.shards[1].empty());
+  plan.shards = {{5, 4, 3, 2, 1, 0}};
+  order_for_pruning(plan, group, m);
+  EXPECT_EQ(plan.shards[0], (std::vector<std::size_t>{5, 4, 0, 1, 2, 3}));
 }
 
 TEST(ParallelWarmup, SweepCostCountsRunsAndFixedCostsNotJustFlops) {

@@ -242,6 +242,7 @@ TEST(SweepStage, AnExecutorDescribesItself) {
                                                       {"tunebench_sweep_busy_fraction", "0.250000"},
                                                       {"tunebench_sweep_timed_runs", "0"},
                                                       {"tunebench_sweep_configs_dropped", "0"},
+                                                      {"tunebench_sweep_configs_pruned", "0"},
                                                       {"toy_sweep_keys", "3"},
                                                       {"toy_sweep_toys", "7"}};
   EXPECT_EQ(entries, expected);

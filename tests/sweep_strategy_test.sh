@@ -20,7 +20,7 @@ set -e
 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_CACHE="$work/race.sqlite" "$bench" --tunebench_shapes="$tiny" \
   --benchmark_filter=cpu_ --benchmark_min_time=0.01 --benchmark_out="$work/race.json" >/dev/null 2>"$work/race.err" \
   || fail "race run: $(cat "$work/race.err")"
-grep -Eq '^bench: sweep \(race\): [0-9.]+ s kernel time in [0-9.]+ s of worker time \([0-9]+% busy; [0-9.]+ s compiling, [0-9.]+ s of worker time waiting for it\), [0-9]+ timed runs, [0-9]+ configs? dropped early$' \
+grep -Eq '^bench: sweep \(race\): [0-9.]+ s kernel time in [0-9.]+ s of worker time \([0-9]+% busy; [0-9.]+ s compiling, [0-9.]+ s of worker time waiting for it\), [0-9]+ timed runs, [0-9]+ configs? dropped early, [0-9]+ pruned$' \
   "$work/race.err" || fail "no sweep cost line: $(cat "$work/race.err")"
 python3 - "$work/race.json" <<'PY' || fail "sweep figures missing from the JSON context"
 import json, sys
@@ -53,6 +53,68 @@ tuned = [json.loads(l) for l in open(os.path.join(c["tunebench_run_dir"], "sweep
 tuned = [r for r in tuned if r["record"] == "tuned"]
 assert len(tuned) == 1 and tuned[0]["compile_wait_seconds"] >= 3, tuned
 PY
+
+# Pruning from the key with half the M (three M of one shape; the CPU op's runs here take 1-14
+# ms, above the 200 us where keys prune; configs differ by up to 5x). A factor of 2 prunes some of the expanded space of
+# M=32 by M=16; M=64 is the sweep's first key (kept first: no key with half its M is tuned before
+# it) and is not pruned. Pruned rows name the key and the ratio, count as measured for USE_FLAGTUNE
+# (a second run sweeps nothing), and factor 0 prunes nothing.
+cat >"$work/prune.yaml" <<'YAML'
+name: prune_test
+description: three M of one shape, for the race's pruning
+moe: {experts: 8, top_k: 2}
+gemms:
+  - {name: w13, n: 256, k: 4096}
+shapes:
+  - {m: 16, calls: 1}
+  - {m: 32, calls: 1}
+  - {m: 64, calls: 1}
+YAML
+prune_run() {  # prune_run NAME FACTOR
+  USE_FLAGTUNE=1 TUNEBENCH_PRUNE_FACTOR=$2 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_CACHE="$work/$1.sqlite" "$bench" \
+    --tunebench_shapes="$work/prune.yaml" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
+    --benchmark_out="$work/$1.json" >/dev/null 2>"$work/$1.err" || fail "pruning run $1: $(cat "$work/$1.err")"
+}
+prune_run pruned 2
+cp "$work/pruned.sqlite" "$work/pruned-again.sqlite"
+prune_run pruned-again 2
+prune_run unpruned 0
+python3 - "$work" <<'PY' || fail "pruning: see above"
+import json, os, sqlite3, sys
+w = sys.argv[1]
+def pruned(name):
+    return json.load(open(os.path.join(w, name + ".json")))["context"].get("tunebench_sweep_configs_pruned")
+rows = sqlite3.connect(os.path.join(w, "pruned.sqlite")).execute(
+    "SELECT tuning_key, config, status, p50_ns, error FROM measurements").fetchall()
+p = [r for r in rows if r[2] == "pruned"]
+assert p, "no config was pruned"
+assert int(pruned("pruned")) == len(p), (pruned("pruned"), len(p))
+for key, config, status, p50, error in p:
+    assert key.startswith("M=32,") and p50 is None, (key, config, p50)
+    assert error.startswith("pruned: ") and "the best on M=16" in error, error
+# Every config of the expanded space has a row for each key, pruned or timed.
+per_key = {}
+for key, config, *_ in rows:
+    per_key.setdefault(key, set()).add(config)
+assert len(per_key) == 3 and len(set(map(len, per_key.values()))) == 1, {k: len(v) for k, v in per_key.items()}
+tuned = [json.loads(l) for l in open(os.path.join(
+    json.load(open(os.path.join(w, "pruned.json")))["context"]["tunebench_run_dir"], "sweep.jsonl"))]
+tuned = {r["key"].split("/M:")[1].split("/")[0]: r for r in tuned if r["record"] == "tuned"}
+assert tuned["32"]["pruned"] == len(p) and tuned["16"]["pruned"] == 0 and tuned["64"]["pruned"] == 0, tuned
+ctx = json.load(open(os.path.join(w, "pruned-again.json")))["context"]
+assert "tunebench_sweep_timed_runs" not in ctx or int(ctx["tunebench_sweep_timed_runs"]) == 0, ctx
+assert int(pruned("unpruned")) == 0
+assert not sqlite3.connect(os.path.join(w, "unpruned.sqlite")).execute(
+    "SELECT count(*) FROM measurements WHERE status = 'pruned'").fetchone()[0]
+PY
+grep -q 'isolated sweep' "$work/pruned-again.err" && fail "a pruned exhaustive search was swept again: $(cat "$work/pruned-again.err")"
+set +e
+TUNEBENCH_PRUNE_FACTOR=1 "$bench" --tunebench_shapes="$work/prune.yaml" >"$work/badprune.out" 2>"$work/badprune.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(wc -l <"$work/badprune.err")" = 1 ] \
+  && grep -q "TUNEBENCH_PRUNE_FACTOR='1': expected 0 (off) or a factor from 1.5 to 1000" "$work/badprune.err" \
+  || fail "bad TUNEBENCH_PRUNE_FACTOR: exit $rc: $(cat "$work/badprune.err")"
 
 # The benchmark script on the CPU op: both strategies, the table, the winner quality line.
 OUT=$work/perf SHAPES=$tiny BUILD=$build "$here/../scripts/perf_sweep.sh" '^cpu_' '^cpu_' >"$work/perf.txt" 2>&1 \

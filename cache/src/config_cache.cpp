@@ -184,17 +184,20 @@ std::string_view to_string(Status status) {
       return "timeout";
     case Status::kUnsupported:
       return "unsupported";
+    case Status::kPruned:
+      return "pruned";
   }
   return "unknown";
 }
 
 Status status_from_string(std::string_view text) {
   for (auto s : {Status::kOk, Status::kCompileFailed, Status::kLaunchFailed, Status::kWrongResult, Status::kTimeout,
-                 Status::kUnsupported}) {
+                 Status::kUnsupported, Status::kPruned}) {
     if (to_string(s) == text) return s;
   }
-  throw std::invalid_argument("status '" + std::string(text) +
-                              "': expected ok, compile_failed, launch_failed, wrong_result, timeout or unsupported");
+  throw std::invalid_argument(
+      "status '" + std::string(text) +
+      "': expected ok, compile_failed, launch_failed, wrong_result, timeout, unsupported or pruned");
 }
 
 namespace {
@@ -437,6 +440,20 @@ void ConfigCache::migrate() {
               ", PRIMARY KEY (" + kKeyList + "))");
     version = 4;
   }
+  if (version < 5) {
+    // The status 'pruned': SQLite cannot change a CHECK in place, so the table is made anew
+    // with every row copied, in this transaction.
+    db_->exec(std::string("CREATE TABLE measurements_v5 (") + kKeyColumns +
+              ", config TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('ok', 'compile_failed', "
+              "'launch_failed', 'wrong_result', 'timeout', 'unsupported', 'pruned')), p20_ns INTEGER, p50_ns INTEGER, "
+              "p80_ns INTEGER, error TEXT NOT NULL DEFAULT '', measured_at INTEGER NOT NULL, "
+              "device_uuid TEXT NOT NULL DEFAULT '', host TEXT NOT NULL DEFAULT '', PRIMARY KEY (" +
+              kKeyList + ", config))");
+    db_->exec("INSERT INTO measurements_v5 SELECT * FROM measurements");
+    db_->exec("DROP TABLE measurements");
+    db_->exec("ALTER TABLE measurements_v5 RENAME TO measurements");
+    version = 5;
+  }
   db_->exec("PRAGMA user_version = " + std::to_string(version));
   tx.commit();
 }
@@ -452,7 +469,7 @@ void ConfigCache::read_older_schema() {
   // is not migrated but shown as the current one, through a TEMP table or view of the same name,
   // which SQLite resolves before the file's own (unqualified names search temp first).
   const auto version = pragma_int(*db_, "PRAGMA user_version");
-  if (version >= kSchemaVersion) return;
+  if (version >= 4) return;  // schema 5 changed only what a write may store
   db_->exec(std::string("CREATE TEMP TABLE leases (") + kKeyColumns + ", " + kLeaseColumns + ")");
   if (version >= 3) return;
   if (version < 2) {

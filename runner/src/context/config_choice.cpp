@@ -99,7 +99,7 @@ std::string earlier_failures_text(const TuneOutcome& outcome, const std::vector<
   std::string text =
       count_of(outcome.reused_failures, "config that fits", "configs that fit") + " failed in an earlier run";
   for (const auto& m : known) {
-    if (m.status != cache::Status::kOk) {
+    if (m.status != cache::Status::kOk && m.status != cache::Status::kPruned) {
       text += " (" + std::string(cache::to_string(m.status)) + " [" + escape_controls(m.config) + "]" +
               (m.error.empty() ? std::string() : ": " + escape_controls(m.error)) +
               (outcome.reused_failures > 1 ? ", ..." : "") + ")";
@@ -224,6 +224,13 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   TuneOptions tune = options ? *options : context.tune;
+  if (context.cache && !options && tune.prune_factor > 0 && family.shape.m >= 2 && family.shape.m % 2 == 0) {
+    // The key with half the M, where this cache holds it: what the race prunes by.
+    Shape half = family.shape;
+    half.m /= 2;
+    tune.prune_from = context.cache->measurements(cache_key(op, half, context));
+    tune.prune_from_label = "M=" + std::to_string(half.m);
+  }
   if (context.cache && !context.cache->read_only()) {
     // The lease's heartbeat says whether this process still makes progress on the key.
     tune.on_progress = [cache = context.cache, then = tune.on_progress](const std::string& activity, bool compiling) {
@@ -245,7 +252,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   if (!outcome.found()) {
     std::string why = "no config ran";
     for (const auto& m : outcome.results) {
-      if (m.status != cache::Status::kOk) {
+      if (m.status != cache::Status::kOk && m.status != cache::Status::kPruned) {
         why += " (" + std::string(cache::to_string(m.status)) + " [" + m.config + "]: " + m.error + ")";
         break;
       }

@@ -180,6 +180,7 @@ std::shared_ptr<RunContext> make_context(const Settings& settings, const GpuProb
   c->seed = settings.seed;
   c->tune.space = settings.space;
   c->tune.strategy = sweep_strategy(settings.sweep, "TUNEBENCH_SWEEP");
+  c->tune.prune_factor = settings.prune_factor;
   c->timing_mode = settings.timing;  // what was asked; host ops are host-timed whatever it says
   c->cold_l2 = settings.cold_l2;
   c->timing_loop = settings.timing_loop;

@@ -136,6 +136,20 @@ double parse_hang_timeout(const string& text, const string& what) {
   return s;
 }
 
+double parse_prune_factor(const string& text, const string& what) {
+  // Plain decimal only, as the hang timeout: 0 (off), or a factor from 1.5 to 1000.
+  const bool decimal = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
+                       std::isdigit(static_cast<unsigned char>(text.back())) &&
+                       text.find_first_not_of("0123456789.") == string::npos &&
+                       std::count(text.begin(), text.end(), '.') <= 1;
+  double f = -1;
+  if (decimal) std::from_chars(text.data(), text.data() + text.size(), f);
+  if (!decimal || (f != 0 && (f < 1.5 || f > 1000))) {
+    throw invalid_argument(what + "='" + text + "': expected 0 (off) or a factor from 1.5 to 1000, e.g. 4");
+  }
+  return f;
+}
+
 FaultInjection parse_fault(const string& v, const string& what) {
   FaultInjection f;
   const auto after = [&](const char* prefix) -> std::optional<string> {
@@ -311,6 +325,15 @@ std::vector<SettingSpec> own_rows() {
                   .parse([](Settings& s, const string& v, const string& what) {
                     (void)sweep_strategy(v, what);  // the table's names only
                     s.sweep = v;
+                  }));
+  t.push_back(row("tuning")
+                  .env("TUNEBENCH_PRUNE_FACTOR")
+                  .help("the race does not run, on a key, the configs that ran more than this factor times the best "
+                        "on the key with half its M, where that key's best run took 200 us or more (status `pruned` "
+                        "in the cache); `0`: off (docs/perf-sweep.md, \"Pruning from the key with half the M\")")
+                  .default_text("`4`")
+                  .parse([](Settings& s, const string& v, const string& what) {
+                    s.prune_factor = parse_prune_factor(v, what);
                   }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_ISOLATE_SWEEP")

@@ -61,6 +61,7 @@ struct Settings {
   /// TUNEBENCH_SWEEP: the sweep strategy's name, a row of sweep_strategy_table().
   std::string sweep = default_sweep_strategy();
   double hang_timeout_s = 300;          ///< TUNEBENCH_HANG_TIMEOUT, seconds
+  double prune_factor = 4;              ///< TUNEBENCH_PRUNE_FACTOR (TuneOptions::prune_factor; 0 off)
   std::filesystem::path runs = "runs";  ///< where run directories are made
   std::string runs_from;                ///< "--tunebench_runs" or "TUNEBENCH_RUNS" as given; "" the default
   std::filesystem::path replay_from;    ///< REPLAY_FROM ("" records afresh)

@@ -367,6 +367,7 @@ void account(const std::vector<Child>& children, const std::vector<std::string>&
       report.runs += r.runs;
       report.kernel_s += r.kernel_s;
       report.dropped += r.dropped;
+      report.pruned += r.pruned;
       report.compile_exposed_s += r.compile_wait_s;
     }
     if (g_signal) continue;  // stopped on purpose
@@ -617,7 +618,18 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   const SweepKeys k = sweep_keys(untuned, context);
   report.keys = static_cast<int>(k.keys.size());
   if (k.keys.empty()) return report;
-  const ShardPlan plan = plan_shards(k.costs, shards_, isolated_ || !first_round ? 0.0 : 0.1);
+  ShardPlan plan = plan_shards(k.costs, shards_, isolated_ || !first_round ? 0.0 : 0.1);
+  if (context.tune.prune_factor > 0) {
+    std::vector<std::string> group;
+    std::vector<std::int64_t> m;
+    for (const Family* f : k.keys) {
+      Shape any_m = f->shape;
+      any_m.m = 0;
+      group.push_back(f->op->name() + " " + f->op->tuning_key(any_m));
+      m.push_back(f->shape.m);
+    }
+    order_for_pruning(plan, group, m);
+  }
   Scratch scratch(settings_, "tunebench-warmup-", context.cache ? context.cache->path() : fs::path());
   const auto started = Clock::now();
   // The configs every shard will sweep, compiled here once on all cores (N shards compiling the

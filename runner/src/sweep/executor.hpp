@@ -34,6 +34,7 @@ struct SweepReport {
   std::int64_t runs = 0;  ///< runs timed, warmups included
   double kernel_s = 0;    ///< their summed kernel time (host time for host ops), seconds
   int dropped = 0;        ///< configs dropped before a key's final round
+  int pruned = 0;         ///< configs not run: pruned by the key with half the M
   double worker_s = 0;    ///< wall seconds the workers ran (summed over workers) and re-timing took
   /// kernel_s / worker_s: how busy the sweep kept its GPUs (0 when nothing ran).
   double busy() const { return worker_s > 0 ? kernel_s / worker_s : 0; }

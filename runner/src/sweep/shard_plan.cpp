@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -129,6 +130,19 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
     plan.doubled.push_back(k);
   }
   return plan;
+}
+
+void order_for_pruning(ShardPlan& plan, const std::vector<std::string>& group, const std::vector<std::int64_t>& m) {
+  for (auto& shard : plan.shards) {
+    std::map<std::string, std::vector<std::size_t>> positions;  // of each group, past the first
+    for (std::size_t p = 1; p < shard.size(); ++p) positions[group[shard[p]]].push_back(p);
+    for (const auto& [name, at] : positions) {
+      std::vector<std::size_t> keys;
+      for (const auto p : at) keys.push_back(shard[p]);
+      std::stable_sort(keys.begin(), keys.end(), [&](std::size_t a, std::size_t b) { return m[a] < m[b]; });
+      for (std::size_t i = 0; i < at.size(); ++i) shard[at[i]] = keys[i];
+    }
+  }
 }
 
 std::vector<std::size_t> reach_order(const ShardPlan& plan, const std::vector<double>& costs) {

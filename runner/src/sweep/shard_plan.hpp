@@ -1,6 +1,7 @@
 #pragma once
 // Planning a sharded sweep: which devices the shards get and which keys each shard tunes.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct ShardPlan {
   std::vector<std::size_t> doubled;              ///< keys tuned on two shards
 };
 ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_share = 0.1);
+
+/// Each shard's list reordered for the race's pruning (TuneOptions::prune_factor), which prunes a
+/// key by the key with half its M once that one is tuned: within the shard, the keys of a group
+/// (group[k]: one op and shape but for M; m[k] the key's M) take the positions the group had, from
+/// the smallest M up. The shard's first key stays first: its screen, the longest of its group, is
+/// what the compile pool's first configs are timed on while it compiles the rest of the op's.
+void order_for_pruning(ShardPlan& plan, const std::vector<std::string>& group, const std::vector<std::int64_t>& m);
 
 /// The keys of `plan` in the order its shards reach them, the order to compile them in: by the
 /// estimated start of each (the summed costs of the keys before it in its shard's list; a doubled

@@ -134,6 +134,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     tuned.runs = stats.runs;
     tuned.kernel_s = static_cast<double>(stats.kernel_ns) * 1e-9;
     tuned.dropped = stats.dropped;
+    tuned.pruned = stats.pruned;
     tuned.compile_wait_s = compile_wait_s + static_cast<double>(stats.compile_ns) * 1e-9;
     for (const auto& c : stats.finalists) tuned.finalists.push_back(c.str());
     records.write(tuned);

@@ -32,6 +32,7 @@ void add_round(SweepReport& w, const SweepReport& more) {
   w.runs += more.runs;
   w.kernel_s += more.kernel_s;
   w.dropped += more.dropped;
+  w.pruned += more.pruned;
   w.worker_s += more.worker_s;
   w.retimed += more.retimed;
   w.changed += more.changed;
@@ -54,9 +55,10 @@ void print_cost(const SweepReport& w, const std::string& strategy) {
   char line[400];
   std::snprintf(line, sizeof line,
                 "bench: sweep (%s): %.1f s kernel time in %.1f s of worker time (%.0f%% busy; %.1f s compiling, "
-                "%.1f s of worker time waiting for it), %s, %s dropped early\n",
+                "%.1f s of worker time waiting for it), %s, %s dropped early, %d pruned\n",
                 strategy.c_str(), w.kernel_s, w.worker_s, 100 * w.busy(), w.compile_s, w.compile_exposed_s,
-                count_of(w.runs, "timed run", "timed runs").c_str(), count_of(w.dropped, "config", "configs").c_str());
+                count_of(w.runs, "timed run", "timed runs").c_str(), count_of(w.dropped, "config", "configs").c_str(),
+                w.pruned);
   std::cerr << line;
 }
 
@@ -124,7 +126,8 @@ std::vector<ContextEntry> sweep_context(const SweepExecutor& executor, const Swe
                                           {"tunebench_sweep_worker_seconds", c_number(w.worker_s)},
                                           {"tunebench_sweep_busy_fraction", c_number(w.busy())},
                                           {"tunebench_sweep_timed_runs", std::to_string(w.runs)},
-                                          {"tunebench_sweep_configs_dropped", std::to_string(w.dropped)}};
+                                          {"tunebench_sweep_configs_dropped", std::to_string(w.dropped)},
+                                          {"tunebench_sweep_configs_pruned", std::to_string(w.pruned)}};
   out.insert(out.end(), figures.begin(), figures.end());
   const auto own = executor.context_entries(w);
   out.insert(out.end(), own.begin(), own.end());

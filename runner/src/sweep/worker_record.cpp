@@ -35,6 +35,7 @@ std::string to_json_line(const WorkerRecord& r) {
     j["runs"] = r.runs;
     j["kernel_seconds"] = r.kernel_s;
     j["dropped"] = r.dropped;
+    j["pruned"] = r.pruned;
     j["finalists"] = r.finalists;
     j["compile_wait_seconds"] = r.compile_wait_s;
   }
@@ -61,6 +62,7 @@ std::optional<WorkerRecord> parse_record_line(const std::string& line) {
       r.runs = j.value("runs", std::int64_t{0});
       r.kernel_s = j.value("kernel_seconds", 0.0);
       r.dropped = j.value("dropped", 0);
+      r.pruned = j.value("pruned", 0);
       r.finalists = j.value("finalists", std::vector<std::string>{});
       r.compile_wait_s = j.value("compile_wait_seconds", 0.0);
     }

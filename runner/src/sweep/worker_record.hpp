@@ -14,7 +14,7 @@
 namespace tunebench {
 
 /// One record. JSON: {"record": "started"|"waiting"|"preparing"|"compiling"|"timing"|"tuned", "key": ...,
-/// "config": ..., "seconds": ..., "device": ..., "runs": ..., "kernel_seconds": ..., "dropped": ...,
+/// "config": ..., "seconds": ..., "device": ..., "runs": ..., "kernel_seconds": ..., "dropped": ..., "pruned": ...,
 /// "finalists": [...], "compile_wait_seconds": ..., "time": ...}; fields a kind does not use are
 /// left out.
 struct WorkerRecord {
@@ -41,6 +41,7 @@ struct WorkerRecord {
   std::int64_t runs = 0;               ///< runs timed, warmups included
   double kernel_s = 0;                 ///< their summed time, seconds
   int dropped = 0;                     ///< configs dropped before the final round
+  int pruned = 0;                      ///< configs not run: pruned by the key with half the M
   std::vector<std::string> finalists;  ///< the final round's configs (Config::str())
   /// Wall seconds the worker waited for the key's configs to be compiled before and while
   /// tuning it (the compile pool's announcement, its own precompile): compile time exposed.

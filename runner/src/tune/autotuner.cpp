@@ -64,7 +64,8 @@ TuneOutcome autotune(const Op& op, const Shape& shape, const DeviceInfo& device,
     const std::string text = config.str();
     const auto stored =
         std::find_if(known.begin(), known.end(), [&](const Measurement& m) { return m.config == text; });
-    if (stored != known.end() && stored->status != Status::kOk) {
+    // A pruned row is not a verdict on the config: a sweep of the key again prunes it again, or not.
+    if (stored != known.end() && stored->status != Status::kOk && stored->status != Status::kPruned) {
       ++out.reused_failures;
       continue;
     }

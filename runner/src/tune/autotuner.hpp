@@ -49,6 +49,18 @@ struct TuneOptions {
   double screen_drop = 1.5;
   int race_runs = 3;
   double race_drop = 1.1;
+  /// Pruning (RaceSweep): a config that ran more than prune_factor x the best on prune_from, the
+  /// op's key with half this key's M, is not screened here, nor one pruned there; it is recorded
+  /// with status pruned. Only where prune_from's best run took at least 200 us (long kernels,
+  /// whose runs vary by 2-3%, and whose screen is what a sweep of them costs), and never every
+  /// config. On the expanded spaces of an H200 the winner of every MoE prefill key ran at most
+  /// 2.03x the best on each smaller M of its shape (docs/perf-sweep.md, "Pruning from the key
+  /// with half the M"); 0 turns it off.
+  double prune_factor = 4;
+  /// The measurements of the key with half the M (from the cache; empty: nothing to prune by).
+  std::vector<cache::Measurement> prune_from;
+  /// What prune_from is called in a pruned config's error text, e.g. "M=2048".
+  std::string prune_from_label;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).
   int compile_threads = 0;
   /// False: another process compiles the sweep's configs into the kernel cache (a sweep's
@@ -72,6 +84,7 @@ struct SweepStats {
   std::int64_t runs = 0;       ///< runs launched and timed, warmups included
   std::int64_t kernel_ns = 0;  ///< the sum of their times: kernel time (host time for host ops)
   int dropped = 0;             ///< configs that ran but did not reach the final round
+  int pruned = 0;              ///< configs not run: pruned by the key with half the M (prune_factor)
   /// Wall time of the sweep's own Op::precompile: compiling the configs no one compiled before
   /// (a sweep fed by a compile pool only reads them back from the kernel cache).
   std::int64_t compile_ns = 0;
@@ -107,7 +120,8 @@ std::vector<Config> in_config_order(const Op& op, SpaceKind space, std::vector<C
 
 /// Sweeps the op's configs (space from `options`) that can_implement `shape` on `device` (when
 /// exactly one can, it is the winner untimed, best_p50_ns 0 and no results). Configs whose
-/// stored result in `known` failed are skipped (a rerun does not retry them); the rest are
+/// stored result in `known` failed are skipped (a rerun does not retry them; one stored as
+/// pruned is not a failure and runs again); the rest are
 /// precompiled (Op::precompile) and handed to options.strategy (FullSweep when null), which times
 /// them and picks the winner: with FullSweep, warmup runs then repetitions per config,
 /// p20/p50/p80 of the repetitions, p50 the score; every config's outcome in results, failures

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
 #include "common/plural.hpp"
@@ -36,7 +37,40 @@ struct Sticky {
 
 // A config's warmup run is kept in the screen only while the key's runs are short: a first run
 // of a long kernel differs from the next by far less than the screen's bound, and costs as much.
+// The same bound says which keys prune: short runs vary by up to 12% and cost little to screen.
 constexpr std::int64_t kWarmupNs = 200'000;
+
+// Step 0: the configs options.prune_from ruled out leave the race untimed (status pruned).
+// Configs it did not measure, or that failed there (a failure may belong to that shape), run.
+void prune(std::vector<Entry>& es, const TuneOptions& o, SweepStats& stats) {
+  if (o.prune_factor <= 0 || o.prune_from.empty()) return;
+  std::int64_t best = 0;
+  for (const auto& m : o.prune_from) {
+    if (m.status == Status::kOk && m.p50_ns && *m.p50_ns > 0) best = best ? std::min(best, *m.p50_ns) : *m.p50_ns;
+  }
+  if (best < kWarmupNs) return;
+  std::vector<std::pair<Entry*, std::string>> out;
+  for (auto& e : es) {
+    const auto it = std::find_if(o.prune_from.begin(), o.prune_from.end(),
+                                 [&](const Measurement& m) { return m.config == e.m.config; });
+    if (it == o.prune_from.end()) continue;
+    if (it->status == Status::kPruned) {
+      out.emplace_back(&e, "pruned on " + o.prune_from_label + " too");
+    } else if (it->status == Status::kOk && it->p50_ns &&
+               static_cast<double>(*it->p50_ns) > o.prune_factor * static_cast<double>(best)) {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.2fx", static_cast<double>(*it->p50_ns) / static_cast<double>(best));
+      out.emplace_back(&e, std::string(ratio) + " the best on " + o.prune_from_label);
+    }
+  }
+  if (out.size() >= es.size()) return;
+  for (auto& [e, why] : out) {
+    e->m.status = Status::kPruned;
+    e->m.error = "pruned: " + why;
+    e->timed = true;  // the screen passes it by
+  }
+  stats.pruned += static_cast<int>(out.size());
+}
 
 void mark_failed(Entry& e, std::exception_ptr x, bool* sticky = nullptr) {
   const bool s = record_failure(e.m, x);
@@ -272,6 +306,7 @@ void stop_sticky(std::vector<Entry>& es, const Sticky& s, TuneOutcome& out) {
 void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run, const TuneOptions& o,
                       const std::string& device_uuid, TuneOutcome& out) const {
   std::vector<Entry> es = entries_of(order, device_uuid);
+  prune(es, o, out.stats);
   try {
     screen(es, time_run, o, out.stats);
     std::int64_t fastest = 0;

@@ -45,7 +45,10 @@ class FullSweep final : public SweepStrategy {
              const std::string& device_uuid, TuneOutcome& out) const override;
 };
 
-/// A race (TUNEBENCH_SWEEP=race, the default), three rounds:
+/// A race (TUNEBENCH_SWEEP=race, the default), three rounds after pruning:
+/// 0. prune: where options.prune_from is a key of long runs (its best at least 200 us), a config
+///    that ran there more than options.prune_factor x its best, or was pruned there, is not run
+///    (status pruned, the ratio in its error text), unless that would leave no config;
 /// 1. screen: every config gets options.warmup + 1 runs in one batch; one whose fastest run
 ///    exceeds options.screen_drop x the fastest config's is dropped;
 /// 2. race: the rest get options.race_runs more runs each, interleaved (round-robin, so a clock

@@ -44,10 +44,12 @@ struct Key {
 /// Measurement whose host was left empty, so a measurement taken here is one whose host equals it.
 std::string this_host();
 
-/// Outcome of timing one config.
-enum class Status { kOk, kCompileFailed, kLaunchFailed, kWrongResult, kTimeout, kUnsupported };
+/// Outcome of timing one config. kPruned: not timed on this key because the race's screen left it
+/// out (it ran far slower than the best on the key with half the M; TuneOptions::prune_factor);
+/// its error text says by how much. Like a failure, it is not tried again on the key.
+enum class Status { kOk, kCompileFailed, kLaunchFailed, kWrongResult, kTimeout, kUnsupported, kPruned };
 
-/// "ok", "compile_failed", "launch_failed", "wrong_result", "timeout", "unsupported".
+/// "ok", "compile_failed", "launch_failed", "wrong_result", "timeout", "unsupported", "pruned".
 std::string_view to_string(Status status);
 /// Inverse of to_string; throws std::invalid_argument quoting the text.
 Status status_from_string(std::string_view text);
@@ -110,7 +112,7 @@ struct BusyPolicy {
 /// its header says it is ours) counts as damaged: see OnDamage.
 class ConfigCache {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   /// PRAGMA application_id of tunebench caches: "TBNC".
   static constexpr std::int32_t kApplicationId = 0x54424E43;
   /// Configs whose p50 is within this fraction of the fastest tie (the autotuner's tie rule,

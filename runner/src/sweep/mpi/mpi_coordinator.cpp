@@ -170,6 +170,7 @@ class Coordinator {
       report_.runs += r.runs;
       report_.kernel_s += r.kernel_s;
       report_.dropped += r.dropped;
+      report_.pruned += r.pruned;
       report_.compile_exposed_s += r.compile_wait_s;
       if (const auto i = index_of(r.key)) finalists_[*i] = r.finalists;
     } else if (r.kind == WorkerRecord::Kind::kStarted && s.figures.device.empty()) {
