@@ -54,11 +54,11 @@ tuned = [r for r in tuned if r["record"] == "tuned"]
 assert len(tuned) == 1 and tuned[0]["compile_wait_seconds"] >= 3, tuned
 PY
 
-# Pruning from the key with half the M (three M of one shape; the CPU op's runs here take 1-14
-# ms, above the 200 us where keys prune; configs differ by up to 5x). A factor of 2 prunes some of the expanded space of
-# M=32 by M=16; M=64 is the sweep's first key (kept first: no key with half its M is tuned before
-# it) and is not pruned. Pruned rows name the key and the ratio, count as measured for USE_FLAGTUNE
-# (a second run sweeps nothing), and factor 0 prunes nothing.
+# Pruning from the key with half the M: three M of one shape, whose CPU runs take 1-14 ms (above
+# the 200 us where keys prune) and whose configs differ by up to 5x. A factor of 2 prunes some of
+# M=32's expanded space by M=16; M=64 is the sweep's first key (kept first: no key with half its
+# M is tuned before it) and is not pruned. Pruned rows name the key and the ratio, count as
+# measured for USE_FLAGTUNE (a second run sweeps nothing), and factor 0 prunes nothing.
 cat >"$work/prune.yaml" <<'YAML'
 name: prune_test
 description: three M of one shape, for the race's pruning
@@ -108,6 +108,19 @@ assert not sqlite3.connect(os.path.join(w, "unpruned.sqlite")).execute(
     "SELECT count(*) FROM measurements WHERE status = 'pruned'").fetchone()[0]
 PY
 grep -q 'isolated sweep' "$work/pruned-again.err" && fail "a pruned exhaustive search was swept again: $(cat "$work/pruned-again.err")"
+# scripts/prune_replay.py replays the pruning on the unpruned sweep: 3 keys in one group, every
+# factor's line; a file that is not a cache is one line and exit 2.
+python3 "$here/../scripts/prune_replay.py" "$work/unpruned.sqlite" 2 4 >"$work/replay.txt" \
+  || fail "prune_replay.py: $(cat "$work/replay.txt")"
+grep -q '^3 keys in 1 groups; one run of every config: ' "$work/replay.txt" \
+  && grep -Eq '^factor 2: [0-9.]+ s of it left \([0-9]+%\); best pruned on [0-9]+ keys' "$work/replay.txt" \
+  && grep -q '^factor 4: ' "$work/replay.txt" || fail "prune_replay.py output: $(cat "$work/replay.txt")"
+set +e
+python3 "$here/../scripts/prune_replay.py" "$work/prune.yaml" >"$work/replay-bad.out" 2>"$work/replay-bad.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(wc -l <"$work/replay-bad.err")" = 1 ] && grep -q 'expected a tunebench config cache' "$work/replay-bad.err" \
+  || fail "prune_replay.py on a YAML file: exit $rc: $(cat "$work/replay-bad.err")"
 set +e
 TUNEBENCH_PRUNE_FACTOR=1 "$bench" --tunebench_shapes="$work/prune.yaml" >"$work/badprune.out" 2>"$work/badprune.err"
 rc=$?

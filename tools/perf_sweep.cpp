@@ -38,6 +38,7 @@ constexpr const char* kUsage =
 struct Pair {
   std::string name, a, b;
   double a_ns = 0, b_ns = 0;
+  std::string failed;  // what a winner that did not run in the re-timing gave, "A: status: error"
 };
 
 // A cache file given to compare: an existing, non-empty regular file (SQLite would make an empty
@@ -54,7 +55,10 @@ void check_cache_file(const std::string& path) {
 
 // Both winners timed in one interleaved final round; 0 for one that did not run.
 Pair retime(const Family& f, const RunContext& context, const std::string& a, const std::string& b) {
-  Pair p{f.name, a, b};
+  Pair p;
+  p.name = f.name;
+  p.a = a;
+  p.b = b;
   if (a == b) {
     p.a_ns = p.b_ns = 1;
     return p;
@@ -65,9 +69,14 @@ Pair retime(const Family& f, const RunContext& context, const std::string& a, co
   OpTiming timing(*f.op, f.shape, context.seed, timing_options(context), {});
   const TuneOutcome out = autotune(*f.op, f.shape, context.device, timing.run_timer(), o);
   for (const auto& m : out.results) {
-    if (m.status != cache::Status::kOk) continue;
+    if (m.status != cache::Status::kOk) {
+      p.failed += std::string(p.failed.empty() ? "" : "; ") + (m.config == a ? "A: " : "B: ") +
+                  std::string(cache::to_string(m.status)) + ": " + m.error;
+      continue;
+    }
     (m.config == a ? p.a_ns : p.b_ns) = static_cast<double>(*m.p50_ns);
   }
+  if (p.a_ns == 0 && p.b_ns == 0 && p.failed.empty()) p.failed = "neither ran: " + std::to_string(out.rejected) + " rejected by can_implement";
   return p;
 }
 
@@ -127,7 +136,8 @@ int run(int argc, char** argv) {
     if (p.a == p.b) {
       std::printf("%-72s %10s %10s %8s  (same config)\n", f.name.c_str(), "-", "-", "1");
     } else {
-      std::printf("%-72s %10.0f %10.0f %8.4f\n", f.name.c_str(), p.a_ns, p.b_ns, p.a_ns > 0 ? p.b_ns / p.a_ns : 0.0);
+      std::printf("%-72s %10.0f %10.0f %8.4f%s\n", f.name.c_str(), p.a_ns, p.b_ns, p.a_ns > 0 ? p.b_ns / p.a_ns : 0.0,
+                  p.failed.empty() ? "" : ("  (" + escape_controls(p.failed) + ")").c_str());
     }
   }
   if (pairs.empty()) {
