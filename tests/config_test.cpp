@@ -9,6 +9,7 @@ TEST(Config, StrAndParseRoundTrip) {
   const Config c{{"BLOCK_N", 64}, {"BLOCK_K", 256}, {"SPLIT_K", -1}};
   EXPECT_EQ(c.str(), "BLOCK_N=64,BLOCK_K=256,SPLIT_K=-1");
   EXPECT_EQ(Config::parse(c.str()), c);
+  EXPECT_EQ(Config::parse(c.str()).str(), c.str());  // the text is made by parse too
   EXPECT_EQ(c.get("BLOCK_K"), 256);
   EXPECT_TRUE(c.has("SPLIT_K"));
   EXPECT_FALSE(c.has("BLOCK_M"));

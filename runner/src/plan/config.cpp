@@ -71,9 +71,7 @@ Config Config::parse(std::string_view text) {
       throw ConfigError("config '" + std::string(text) + "': trailing ','");
     }
   }
-  Config c;
-  c.params_ = std::move(params);
-  return c;
+  return Config(std::move(params));  // the names were checked above, the text is made there
 }
 
 std::vector<Config> cartesian_product(const std::vector<ConfigAxis>& axes) {
