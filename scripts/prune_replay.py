@@ -90,6 +90,11 @@ def main(argv):
     except sqlite3.Error as e:
         print(f"prune_replay: {argv[1]}: {e}: expected a tunebench config cache", file=sys.stderr)
         return 2
+    pruned = sum(1 for r in rows if r[3] == "pruned")
+    if pruned:
+        print(f"prune_replay: {argv[1]}: {pruned} rows are pruned: expected a cache swept with "
+              "TUNEBENCH_PRUNE_FACTOR=0", file=sys.stderr)
+        return 2
     times, groups = groups_of(rows)
     if not times:
         print(f"prune_replay: {argv[1]}: no measured key", file=sys.stderr)

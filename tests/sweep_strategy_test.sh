@@ -116,6 +116,12 @@ grep -q '^3 keys in 1 groups; one run of every config: ' "$work/replay.txt" \
   && grep -Eq '^factor 2: [0-9.]+ s of it left \([0-9]+%\); best pruned on [0-9]+ keys' "$work/replay.txt" \
   && grep -q '^factor 4: ' "$work/replay.txt" || fail "prune_replay.py output: $(cat "$work/replay.txt")"
 set +e
+python3 "$here/../scripts/prune_replay.py" "$work/pruned.sqlite" >"$work/replay-pruned.out" 2>"$work/replay-pruned.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q 'rows are pruned: expected a cache swept with TUNEBENCH_PRUNE_FACTOR=0' "$work/replay-pruned.err" \
+  || fail "prune_replay.py on a pruned cache: exit $rc: $(cat "$work/replay-pruned.err")"
+set +e
 python3 "$here/../scripts/prune_replay.py" "$work/prune.yaml" >"$work/replay-bad.out" 2>"$work/replay-bad.err"
 rc=$?
 set -e
