@@ -76,7 +76,8 @@ Pair retime(const Family& f, const RunContext& context, const std::string& a, co
     }
     (m.config == a ? p.a_ns : p.b_ns) = static_cast<double>(*m.p50_ns);
   }
-  if (p.a_ns == 0 && p.b_ns == 0 && p.failed.empty()) p.failed = "neither ran: " + std::to_string(out.rejected) + " rejected by can_implement";
+  if (p.a_ns == 0 && p.b_ns == 0 && p.failed.empty())
+    p.failed = "neither ran: " + std::to_string(out.rejected) + " rejected by can_implement";
   return p;
 }
 
