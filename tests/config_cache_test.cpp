@@ -1075,6 +1075,13 @@ TEST_F(ConfigCacheTest, SchemaFourIsMigratedToTakePrunedRows) {
   EXPECT_FALSE(m->p50_ns);
   EXPECT_EQ(cache.measurements(key()).size(), 3u);
   EXPECT_EQ(tunebench::cache::status_from_string("pruned"), Status::kPruned);
+  // A pruned row fills a gap only: B=2's time stays; a time replaces B=3's pruned row.
+  pruned.config = "B=2";
+  cache.store(key(), {pruned}, std::nullopt);
+  EXPECT_EQ(cache.measurement(key(), "B=2")->status, Status::kOk);
+  EXPECT_EQ(*cache.measurement(key(), "B=2")->p50_ns, 700);
+  cache.store(key(), {ok("B=3", 900)}, std::nullopt);
+  EXPECT_EQ(cache.measurement(key(), "B=3")->status, Status::kOk);
 }
 
 // One holder at a time: a second holder of the same file is told who holds the key; released

@@ -763,7 +763,9 @@ std::vector<ConfigCache::Entry> ConfigCache::entries() {
 
 void ConfigCache::store_rows(const Key& key, const std::vector<Measurement>& results, const std::optional<Best>& best) {
   for (const auto& m : results) {
-    Statement& s = prepared(std::string("INSERT OR REPLACE INTO measurements (") + kKeyList +
+    // A pruned row was not run here: an earlier time or failure of the config says more.
+    const char* verb = m.status == Status::kPruned ? "INSERT OR IGNORE" : "INSERT OR REPLACE";
+    Statement& s = prepared(std::string(verb) + " INTO measurements (" + kKeyList +
                             ", config, status, p20_ns, p50_ns, p80_ns, error, measured_at, device_uuid, host) VALUES "
                             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     s.bind_key(key)

@@ -152,7 +152,9 @@ class ConfigCache {
   /// Every measurement of `key`, fastest ok ones first, then failures.
   std::vector<Measurement> measurements(const Key& key);
 
-  /// Stores the measurements (replacing earlier ones of the same configs) and, if given, the
+  /// Stores the measurements (replacing earlier ones of the same configs, except that a pruned row
+  /// only fills a gap: it says the config was not run, which adds nothing to a row that has a
+  /// time or a failure) and, if given, the
   /// best config of `key`, in one transaction, and settles the key's best (see the class). While another process holds
   /// the write lock, it retries for up to BusyPolicy::store_budget, then throws SqliteError with a busy code (is_busy)
   /// saying so; nothing is stored then.
