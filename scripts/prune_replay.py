@@ -13,10 +13,15 @@ on each smaller M of its group, the chain included). A shard's first key is not 
 here every group starts at its smallest M, so the seconds left are a lower bound.
 """
 import collections
+import math
+import os
+import pathlib
 import sqlite3
 import sys
 
 LONG_NS = 200_000  # the race prunes only by keys whose best run took this long (race_sweep.cpp)
+APPLICATION_ID = 0x54424E43  # "TBNC", a tunebench config cache
+KEY = "op, kernel_version, tuning_key, device_name, device_cc, toolkit, timing_mode"
 
 
 def field(key, name):
@@ -28,20 +33,23 @@ def field(key, name):
 
 
 def groups_of(rows):
+    """Times per key (the cache key's seven fields) and the keys of each group (the key but M),
+    by M; keys without a decimal M are left out."""
     times = collections.defaultdict(dict)
-    for op, key, config, status, p50 in rows:
-        if status == "ok" and p50:
-            times[(op, key)][config] = p50
+    for *key, config, status, p50 in rows:
+        m = field(key[2], "M")
+        if status == "ok" and p50 and m is not None and m.isdigit():
+            times[tuple(key)][config] = p50
     groups = collections.defaultdict(list)
-    for (op, key) in times:
-        rest = ",".join(p for p in key.split(",") if not p.startswith("M="))
-        groups[(op, rest)].append((int(field(key, "M")), (op, key)))
+    for key in times:
+        rest = ",".join(p for p in key[2].split(",") if not p.startswith("M="))
+        groups[key[:2] + (rest,) + key[3:]].append((int(field(key[2], "M")), key))
     for g in groups.values():
         g.sort()
     return times, groups
 
 
-def replay(times, groups, factor):
+def replay(times, bests, groups, factor):
     cost, misses = 0, []
     for members in groups.values():
         prev = None
@@ -49,16 +57,18 @@ def replay(times, groups, factor):
             t = times[key]
             run = set(t)
             if prev is not None and prev[0] * 2 == m:
-                pt, prun = prev[1], prev[2]
-                best = min(pt[c] for c in prun)
+                pt, prun, pkey = prev[1], prev[2], prev[3]
+                # What bench divides by: the half key's stored best, here where the replay ran it.
+                stored = bests.get(pkey)
+                best = pt[stored] if stored in prun else min(pt[c] for c in prun)
                 if best >= LONG_NS:
                     kept = {c for c in t if c not in pt or (c in prun and pt[c] <= factor * best)}
                     run = kept or run
             cost += sum(t[c] for c in run)
             ratio = min(t[c] for c in run) / min(t.values())
             if ratio > 1.01:
-                misses.append(f"{key[0]} {key[1]}: {ratio:.3f}")
-            prev = (m, t, run)
+                misses.append(f"{key[0]} {key[2]}: {ratio:.3f}")
+            prev = (m, t, run, key)
     return cost, misses
 
 
@@ -76,34 +86,52 @@ def needed(times, groups):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__.strip())
-        return 0 if len(argv) >= 2 else 2
-    try:
-        factors = [float(f) for f in argv[2:]] or [2, 3, 4, 5]
-    except ValueError as e:
-        print(f"prune_replay: {e}: expected factors, e.g. 4", file=sys.stderr)
+        return 0
+    if len(argv) < 2:
+        print("usage: scripts/prune_replay.py CACHE [FACTOR ...] (--help says more)", file=sys.stderr)
+        return 2
+    path = argv[1]
+    factors = []
+    for text in argv[2:] or ["2", "3", "4", "5"]:
+        try:
+            f = float(text)
+        except ValueError:
+            f = math.nan
+        if not math.isfinite(f) or f <= 1 or "_" in text:
+            print(f"prune_replay: factor '{text}': expected a number above 1, e.g. 4", file=sys.stderr)
+            return 2
+        factors.append(f)
+    if not os.path.isfile(path):
+        print(f"prune_replay: {path}: not a file, expected a tunebench config cache", file=sys.stderr)
         return 2
     try:
-        db = sqlite3.connect(f"file:{argv[1]}?mode=ro", uri=True)
-        rows = db.execute("SELECT op, tuning_key, config, status, p50_ns FROM measurements").fetchall()
+        # A file: URI, escaped, so no character of the path is read as part of the URI.
+        db = sqlite3.connect(pathlib.Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if app != APPLICATION_ID or version > 5:
+            raise sqlite3.DatabaseError(f"application_id {app:#x}, schema {version}")
+        rows = db.execute(f"SELECT {KEY}, config, status, p50_ns FROM measurements").fetchall()
+        bests = {tuple(r[:7]): r[7] for r in db.execute(f"SELECT {KEY}, config FROM best")}
     except sqlite3.Error as e:
-        print(f"prune_replay: {argv[1]}: {e}: expected a tunebench config cache", file=sys.stderr)
+        print(f"prune_replay: {path}: {e}: expected a tunebench config cache (schema 5 or older)", file=sys.stderr)
         return 2
-    pruned = sum(1 for r in rows if r[3] == "pruned")
+    pruned = sum(1 for r in rows if r[-2] == "pruned")
     if pruned:
-        print(f"prune_replay: {argv[1]}: {pruned} rows are pruned: expected a cache swept with "
-              "TUNEBENCH_PRUNE_FACTOR=0", file=sys.stderr)
+        print(f"prune_replay: {path}: {pruned} rows are pruned: expected a cache swept with "
+              "TUNEBENCH_PRUNE_FACTOR=0 (into a fresh cache: a cached key is not swept again)", file=sys.stderr)
         return 2
     times, groups = groups_of(rows)
     if not times:
-        print(f"prune_replay: {argv[1]}: no measured key", file=sys.stderr)
+        print(f"prune_replay: {path}: no measured key with a decimal M", file=sys.stderr)
         return 1
     total = sum(sum(t.values()) for t in times.values())
     print(f"{len(times)} keys in {len(groups)} groups; one run of every config: {total / 1e9:.1f} s of kernel time")
     print(f"largest factor a winner needed: {needed(times, groups):.2f}")
     for f in factors:
-        cost, misses = replay(times, groups, f)
+        cost, misses = replay(times, bests, groups, f)
         print(f"factor {f:g}: {cost / 1e9:.1f} s of it left ({cost / total:.0%}); "
               f"best pruned on {len(misses)} keys" + (": " + "; ".join(misses) if misses else ""))
     return 0

@@ -380,10 +380,15 @@ TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
 
 namespace {
 
-// The key with half the M as the cache gives it: B=7 best at 300 us, B=b (b - 6) times that
-// for b >= 7 and 7 - b + 1 times for b < 7; B=2 was pruned there, B=3 failed there, B=20 has no row.
+// The key with half the M as the cache gives it: B=7 best at best_ns, B=b (b - 6) times that
+// for b >= 7 and 7 - b + 1 times for b < 7; B=2 was pruned there, B=3 failed there, B=20 has no row;
+// B=99 (a config this op lacks) was dropped there after one lucky run faster than the best.
 std::vector<tunebench::cache::Measurement> half_m_key(std::int64_t best_ns) {
   std::vector<tunebench::cache::Measurement> rows;
+  tunebench::cache::Measurement lucky;
+  lucky.config = "B=99";
+  lucky.p20_ns = lucky.p50_ns = lucky.p80_ns = best_ns / 6;
+  rows.push_back(lucky);
   for (std::int64_t b = 1; b <= 19; ++b) {
     tunebench::cache::Measurement m;
     m.config = "B=" + std::to_string(b);
@@ -404,13 +409,15 @@ std::vector<tunebench::cache::Measurement> half_m_key(std::int64_t best_ns) {
 
 }  // namespace
 
-// Configs that ran more than prune_factor x the best on the key with half the M, or were pruned
-// there, are not run: stored as pruned with the ratio; those it failed or lacks still run.
+// Configs that ran more than prune_factor x the stored best of the key with half the M (not its
+// fastest row), or were pruned there, are not run: stored as pruned with the ratio; those it
+// failed or lacks still run.
 TEST(Race, PrunesByTheKeyWithHalfTheMAndRunsTheRest) {
   const auto long_valley = [](const Config& c, std::int64_t) { return 400'000 + 50'000 * std::abs(c.get("B") - 7); };
   Recorder rec{long_valley};
   auto o = race_options();
   o.prune_from = half_m_key(300'000);
+  o.prune_from_best_ns = 300'000;
   o.prune_from_label = "M=16";
   const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
   ASSERT_TRUE(out.found());
@@ -434,7 +441,7 @@ TEST(Race, PrunesByTheKeyWithHalfTheMAndRunsTheRest) {
     return *std::find_if(out.results.begin(), out.results.end(), [&](const auto& m) { return m.config == c; });
   };
   EXPECT_EQ(row("B=12").error, "pruned: 6.00x the best on M=16");
-  EXPECT_EQ(row("B=2").error, "pruned: pruned on M=16 too");
+  EXPECT_EQ(row("B=2").error, "pruned: not run on M=16 either");
   EXPECT_EQ(out.stats.dropped + out.stats.pruned + static_cast<int>(out.stats.finalists.size()), 20);
 }
 
@@ -450,23 +457,19 @@ TEST(Race, PrunesNothingByShortKeysWithFactorZeroOrWhenNoneWouldBeLeft) {
   };
   auto o = race_options();
   o.prune_from = half_m_key(150'000);
+  o.prune_from_best_ns = 150'000;
   o.prune_from_label = "M=16";
   EXPECT_EQ(pruned_with(o), 0);
   o.prune_from = half_m_key(300'000);
+  o.prune_from_best_ns = 300'000;
   EXPECT_GT(pruned_with(o), 0);
+  o.prune_from_best_ns = 0;  // no stored best
+  EXPECT_EQ(pruned_with(o), 0);
+  o.prune_from_best_ns = 300'000;
   o.prune_factor = 0;
   EXPECT_EQ(pruned_with(o), 0);
-  // The best there is a config this key does not have: every config here is more than 4x it.
+  // Only B=12 and B=13 here, both more than 4x the best there: none is pruned.
   o.prune_factor = 4;
-  auto rows = half_m_key(300'000);
-  for (auto& m : rows) {
-    if (m.p50_ns) m.p20_ns = m.p50_ns = m.p80_ns = *m.p50_ns * 10;
-  }
-  tunebench::cache::Measurement elsewhere;
-  elsewhere.config = "B=99";
-  elsewhere.p20_ns = elsewhere.p50_ns = elsewhere.p80_ns = 300'000;
-  rows.push_back(elsewhere);
-  o.prune_from = rows;
   Recorder rec{long_valley};
   auto partial = o;
   partial.only = {Config{{"B", 12}}, Config{{"B", 13}}};

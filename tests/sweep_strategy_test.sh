@@ -70,15 +70,35 @@ shapes:
   - {m: 32, calls: 1}
   - {m: 64, calls: 1}
 YAML
-prune_run() {  # prune_run NAME FACTOR
-  USE_FLAGTUNE=1 TUNEBENCH_PRUNE_FACTOR=$2 TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_CACHE="$work/$1.sqlite" "$bench" \
-    --tunebench_shapes="$work/prune.yaml" --benchmark_filter=cpu_ --benchmark_min_time=0.01 \
-    --benchmark_out="$work/$1.json" >/dev/null 2>"$work/$1.err" || fail "pruning run $1: $(cat "$work/$1.err")"
+prune_run() {  # prune_run NAME FACTOR [FILTER [ENV...]]
+  local name=$1 factor=$2 filter=${3:-cpu_}
+  shift 2
+  [ $# -gt 0 ] && shift
+  env USE_FLAGTUNE=1 TUNEBENCH_PRUNE_FACTOR=$factor TUNEBENCH_ISOLATE_SWEEP=1 TUNEBENCH_CACHE="$work/$name.sqlite" "$@" \
+    "$bench" --tunebench_shapes="$work/prune.yaml" --benchmark_filter="$filter" --benchmark_min_time=0.01 \
+    --benchmark_out="$work/$name.json" >/dev/null 2>"$work/$name.err" || fail "pruning run $name: $(cat "$work/$name.err")"
 }
 prune_run pruned 2
 cp "$work/pruned.sqlite" "$work/pruned-again.sqlite"
 prune_run pruned-again 2
 prune_run unpruned 0
+sql() {  # sql FILE QUERY: the rows, one a line, columns joined by |
+  python3 -c 'import sqlite3, sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, r)))' "$@"
+}
+# A half key tuned by an earlier run prunes too: the sweep's child process (and each shard of the
+# parallel warmup) is given it, and does not store it back.
+for how in isolated parallel; do
+  extra=()
+  [ "$how" = parallel ] && extra=(PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7)
+  prune_run "later-$how" 2 'cpu_.*/M:16/'
+  before=$(sql "$work/later-$how.sqlite" "SELECT config, p50_ns, updated_at FROM best")
+  prune_run "later-$how" 2 cpu_ "${extra[@]}"
+  n=$(sql "$work/later-$how.sqlite" "SELECT count(*) FROM measurements WHERE status = 'pruned' AND tuning_key LIKE 'M=32,%'")
+  [ "$n" -gt 0 ] || fail "$how: M=32 was not pruned by the M=16 key of an earlier run: $(cat "$work/later-$how.err")"
+  after=$(sql "$work/later-$how.sqlite" "SELECT config, p50_ns, updated_at FROM best WHERE tuning_key LIKE 'M=16,%'")
+  [ "$before" = "$after" ] || fail "$how: the half key was stored again: '$before' then '$after'"
+done
 python3 - "$work" <<'PY' || fail "pruning: see above"
 import json, os, sqlite3, sys
 w = sys.argv[1]

@@ -228,8 +228,12 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
     // The key with half the M, where this cache holds it: what the race prunes by.
     Shape half = family.shape;
     half.m /= 2;
-    tune.prune_from = context.cache->measurements(cache_key(op, half, context));
-    tune.prune_from_label = "M=" + std::to_string(half.m);
+    const cache::Key half_key = cache_key(op, half, context);
+    if (const auto best = context.cache->best(half_key); best && best->p50_ns > 0) {
+      tune.prune_from = context.cache->measurements(half_key);
+      tune.prune_from_best_ns = best->p50_ns;
+      tune.prune_from_label = "M=" + std::to_string(half.m);
+    }
   }
   if (context.cache && !context.cache->read_only()) {
     // The lease's heartbeat says whether this process still makes progress on the key.

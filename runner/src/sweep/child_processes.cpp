@@ -169,7 +169,9 @@ fs::path shard_file(const fs::path& dir, std::size_t i, const char* ext) {
 }
 
 // Starts child i: its key list, its own cache (seeded with what is known of its keys, failures
-// above all, so a config that left a sticky error in an earlier round is not tried again).
+// above all, so a config that left a sticky error in an earlier round is not tried again, and
+// with each key's half-M key where the cache has a best for it, which the race prunes by; merge
+// leaves those out).
 void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine, const fs::path& dir,
                  const std::string& device, const ChildLaunch& launch, const RunContext& context) {
   const fs::path list = shard_file(dir, i, ".txt");
@@ -185,10 +187,20 @@ void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine
   args.push_back("--tunebench_cache=" + store);
   if (context.cache) {
     std::vector<cache::ConfigCache::Entry> known;
+    std::set<cache::Key> keys;
+    for (const Family* f : mine) keys.insert(cache_key(*f->op, f->shape, context));
     for (const Family* f : mine) {
       const auto key = cache_key(*f->op, f->shape, context);
       auto ms = context.cache->measurements(key);
       if (!ms.empty()) known.push_back({key, std::move(ms), std::nullopt});
+      if (context.tune.prune_factor <= 0 || f->shape.m < 2 || f->shape.m % 2 != 0) continue;
+      Shape half = f->shape;
+      half.m /= 2;
+      const auto half_key = cache_key(*f->op, half, context);
+      if (!keys.insert(half_key).second) continue;  // its own key, or given already
+      if (auto best = context.cache->best(half_key)) {
+        known.push_back({half_key, context.cache->measurements(half_key), std::move(best)});
+      }
     }
     if (!known.empty()) cache::ConfigCache(store).store(known);
   }
@@ -433,7 +445,7 @@ class FinishedKeys {
 
 // Every shard's finished keys merged in one transaction; the best config of each key per shard.
 std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, const RunContext& context,
-                                                     ChoiceLog& choices) {
+                                                     ChoiceLog& choices, const std::vector<std::set<cache::Key>>& own) {
   std::vector<cache::ConfigCache::Entry> merged;
   std::map<cache::Key, std::vector<std::string>> winners;
   for (std::size_t i = 0; i < shards; ++i) {
@@ -442,6 +454,7 @@ std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::s
     if (!fs::exists(store, ec)) continue;
     cache::ConfigCache shard(store);
     for (auto& e : shard.entries()) {
+      if (i >= own.size() || !own[i].count(e.key)) continue;  // a half-M key it was given to prune by
       if (e.best) winners[e.key].push_back(e.best->config);
       merged.push_back(std::move(e));
     }
@@ -659,7 +672,11 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
                   report.compile_exposed_s);
     std::cerr << line;
   }
-  const auto winners = merge(scratch.dir(), children.size(), context, choices);
+  std::vector<std::set<cache::Key>> own(children.size());
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    for (auto key : plan.shards[i]) own[i].insert(cache_key(*k.keys[key]->op, k.keys[key]->shape, context));
+  }
+  const auto winners = merge(scratch.dir(), children.size(), context, choices, own);
   nlohmann::json retimed = nlohmann::json::array();
   if (!isolated_) decide_on_measurement_gpu(plan, k, children, winners, context, choices, report, retimed);
   append_log(context, children, ++rounds_, retimed);

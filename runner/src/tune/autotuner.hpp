@@ -57,8 +57,12 @@ struct TuneOptions {
   /// 2.03x the best on each smaller M of its shape (docs/perf-sweep.md, "Pruning from the key
   /// with half the M"); 0 turns it off.
   double prune_factor = 4;
-  /// The measurements of the key with half the M (from the cache; empty: nothing to prune by).
+  /// The measurements of the key with half the M (from the cache; empty: nothing to prune by)
+  /// and its stored best's p50 (the winner of its final round; 0: none, nothing is pruned). The
+  /// stored best, not the fastest row: a config the race dropped keeps the time of one or two
+  /// runs, which a lucky run can put under the winner's.
   std::vector<cache::Measurement> prune_from;
+  std::int64_t prune_from_best_ns = 0;
   /// What prune_from is called in a pruned config's error text, e.g. "M=2048".
   std::string prune_from_label;
   /// Host threads for Op::precompile before a sweep (0: one per hardware thread).

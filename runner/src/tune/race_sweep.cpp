@@ -44,10 +44,7 @@ constexpr std::int64_t kWarmupNs = 200'000;
 // Configs it did not measure, or that failed there (a failure may belong to that shape), run.
 void prune(std::vector<Entry>& es, const TuneOptions& o, SweepStats& stats) {
   if (o.prune_factor <= 0 || o.prune_from.empty()) return;
-  std::int64_t best = 0;
-  for (const auto& m : o.prune_from) {
-    if (m.status == Status::kOk && m.p50_ns && *m.p50_ns > 0) best = best ? std::min(best, *m.p50_ns) : *m.p50_ns;
-  }
+  const std::int64_t best = o.prune_from_best_ns;
   if (best < kWarmupNs) return;
   std::vector<std::pair<Entry*, std::string>> out;
   for (auto& e : es) {
@@ -55,7 +52,7 @@ void prune(std::vector<Entry>& es, const TuneOptions& o, SweepStats& stats) {
                                  [&](const Measurement& m) { return m.config == e.m.config; });
     if (it == o.prune_from.end()) continue;
     if (it->status == Status::kPruned) {
-      out.emplace_back(&e, "pruned on " + o.prune_from_label + " too");
+      out.emplace_back(&e, "not run on " + o.prune_from_label + " either");
     } else if (it->status == Status::kOk && it->p50_ns &&
                static_cast<double>(*it->p50_ns) > o.prune_factor * static_cast<double>(best)) {
       char ratio[32];
