@@ -636,9 +636,14 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
     std::vector<std::string> group;
     std::vector<std::int64_t> m;
     for (const Family* f : k.keys) {
-      Shape any_m = f->shape;
-      any_m.m = 0;
-      group.push_back(f->op->name() + " " + f->op->tuning_key(any_m));
+      // The op's tuning key without its M=... part (an op whose key has none groups alone).
+      std::string rest, key = f->op->tuning_key(f->shape);
+      for (std::size_t at = 0; at <= key.size();) {
+        const std::size_t comma = std::min(key.find(',', at), key.size());
+        if (key.compare(at, 2, "M=") != 0) rest += key.substr(at, comma - at) + ",";
+        at = comma + 1;
+      }
+      group.push_back(f->op->name() + " " + rest);
       m.push_back(f->shape.m);
     }
     order_for_pruning(plan, group, m);
