@@ -51,11 +51,11 @@ struct TuneOptions {
   double race_drop = 1.1;
   /// Pruning (RaceSweep): a config that ran more than prune_factor x the best on prune_from, the
   /// op's key with half this key's M, is not screened here, nor one pruned there; it is recorded
-  /// with status pruned. Only where prune_from's best run took at least 200 us (long kernels,
-  /// whose runs vary by 2-3%, and whose screen is what a sweep of them costs), and never every
-  /// config. On the expanded spaces of an H200 the winner of every MoE prefill key ran at most
-  /// 2.03x the best on each smaller M of its shape (docs/perf-sweep.md, "Pruning from the key
-  /// with half the M"); 0 turns it off.
+  /// with status pruned. Only where prune_from_best_ns is at least 200 us (long kernels, whose
+  /// runs vary by 2-3%, and whose screen is what a sweep of them costs), and never every config.
+  /// On the expanded spaces of an H200 the winner of every MoE prefill key ran at most 1.94x the
+  /// best on each smaller M of its shape (docs/perf-sweep.md, "Pruning from the key with half
+  /// the M"); 0 turns it off.
   double prune_factor = 4;
   /// The measurements of the key with half the M (from the cache; empty: nothing to prune by)
   /// and its stored best's p50 (the winner of its final round; 0: none, nothing is pruned). The
