@@ -55,7 +55,7 @@ assert len(tuned) == 1 and tuned[0]["compile_wait_seconds"] >= 3, tuned
 PY
 
 # Pruning from the key with half the M: three M of one shape, whose CPU runs take 1-14 ms (above
-# the 200 us where keys prune) and whose configs differ by up to 5x. A factor of 2 prunes some of
+# the 200 us where keys prune) and whose configs differ by up to 5x. A factor of 1.5 prunes some of
 # M=32's expanded space by M=16; M=64 is the sweep's first key (kept first: no key with half its
 # M is tuned before it) and is not pruned. Pruned rows name the key and the ratio, count as
 # measured for USE_FLAGTUNE (a second run sweeps nothing), and factor 0 prunes nothing.
@@ -78,9 +78,9 @@ prune_run() {  # prune_run NAME FACTOR [FILTER [ENV...]]
     "$bench" --tunebench_shapes="$work/prune.yaml" --benchmark_filter="$filter" --benchmark_min_time=0.01 \
     --benchmark_out="$work/$name.json" >/dev/null 2>"$work/$name.err" || fail "pruning run $name: $(cat "$work/$name.err")"
 }
-prune_run pruned 2
+prune_run pruned 1.5
 cp "$work/pruned.sqlite" "$work/pruned-again.sqlite"
-prune_run pruned-again 2
+prune_run pruned-again 1.5
 prune_run unpruned 0
 sql() {  # sql FILE QUERY: the rows, one a line, columns joined by |
   python3 -c 'import sqlite3, sys
