@@ -27,6 +27,13 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
           timing_name({context.timing_mode, context.cold_l2})};
 }
 
+std::optional<cache::Key> half_m_key(const Op& op, const Shape& shape, const RunContext& context) {
+  if (context.tune.prune_factor <= 0 || shape.m < 2 || shape.m % 2 != 0) return std::nullopt;
+  Shape half = shape;
+  half.m /= 2;
+  return cache_key(op, half, context);
+}
+
 namespace {
 
 // `text` as a config `family` can run: one of its op's default or expanded space that
@@ -224,16 +231,12 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   TuneOptions tune = options ? *options : context.tune;
-  if (context.cache && !options && tune.prune_factor > 0 && family.shape.m >= 2 && family.shape.m % 2 == 0) {
+  const auto half = context.cache && !options ? half_m_key(op, family.shape, context) : std::nullopt;
+  if (const auto best = half ? context.cache->best(*half) : std::nullopt; best && best->p50_ns > 0) {
     // The key with half the M, where this cache holds it: what the race prunes by.
-    Shape half = family.shape;
-    half.m /= 2;
-    const cache::Key half_key = cache_key(op, half, context);
-    if (const auto best = context.cache->best(half_key); best && best->p50_ns > 0) {
-      tune.prune_from = context.cache->measurements(half_key);
-      tune.prune_from_best_ns = best->p50_ns;
-      tune.prune_from_label = "M=" + std::to_string(half.m);
-    }
+    tune.prune_from = context.cache->measurements(*half);
+    tune.prune_from_best_ns = best->p50_ns;
+    tune.prune_from_label = "M=" + std::to_string(family.shape.m / 2);
   }
   if (context.cache && !context.cache->read_only()) {
     // The lease's heartbeat says whether this process still makes progress on the key.

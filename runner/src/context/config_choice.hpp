@@ -19,6 +19,11 @@ namespace tunebench {
 /// host ops, timing_name of context.timing_mode and context.cold_l2 for GPU ops).
 cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context);
 
+/// The cache key of `op` on `shape` with half its M: what the race prunes `shape`'s key by
+/// (TuneOptions::prune_factor). nullopt when pruning is off (context.tune.prune_factor 0) or M is
+/// odd or 1.
+std::optional<cache::Key> half_m_key(const Op& op, const Shape& shape, const RunContext& context);
+
 /// The config the cache holds for `family` in this run, if it answers the key: a best config of
 /// the op's own spaces that can_implement accepts and, when context.tune.space is the expanded
 /// space (USE_FLAGTUNE=1), a measurement for every other expanded config that fits (so a best

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -122,32 +123,36 @@ int parse_warmup_gpus(const string& s, const string& what) {
   return static_cast<int>(n);
 }
 
-double parse_hang_timeout(const string& text, const string& what) {
-  // Plain decimal seconds only (no sign, blanks, hex or exponent), from 1 s to 1e6 s.
+// `text` as a plain decimal number (digits with at most one '.', no sign, blanks, hex or
+// exponent); nullopt otherwise. from_chars: a '.' point whatever the process's locale (strtod
+// follows LC_NUMERIC).
+std::optional<double> plain_decimal(const string& text) {
   const bool decimal = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
                        std::isdigit(static_cast<unsigned char>(text.back())) &&
                        text.find_first_not_of("0123456789.") == string::npos &&
                        std::count(text.begin(), text.end(), '.') <= 1;
-  double s = 0;  // from_chars: a '.' point whatever the process's locale (strtod follows LC_NUMERIC)
-  if (decimal) std::from_chars(text.data(), text.data() + text.size(), s);
-  if (!decimal || s < 1 || s > 1e6) {
+  if (!decimal) return std::nullopt;
+  double v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+double parse_hang_timeout(const string& text, const string& what) {
+  // Seconds, from 1 s to 1e6 s.
+  const auto s = plain_decimal(text);
+  if (!s || *s < 1 || *s > 1e6) {
     throw invalid_argument(what + "='" + text + "': expected seconds, a number from 1 to 1000000");
   }
-  return s;
+  return *s;
 }
 
 double parse_prune_factor(const string& text, const string& what) {
-  // Plain decimal only, as the hang timeout: 0 (off), or a factor from 1.5 to 1000.
-  const bool decimal = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
-                       std::isdigit(static_cast<unsigned char>(text.back())) &&
-                       text.find_first_not_of("0123456789.") == string::npos &&
-                       std::count(text.begin(), text.end(), '.') <= 1;
-  double f = -1;
-  if (decimal) std::from_chars(text.data(), text.data() + text.size(), f);
-  if (!decimal || (f != 0 && (f < 1.5 || f > 1000))) {
+  // 0 (off), or a factor from 1.5 to 1000.
+  const auto f = plain_decimal(text);
+  if (!f || (*f != 0 && (*f < 1.5 || *f > 1000))) {
     throw invalid_argument(what + "='" + text + "': expected 0 (off) or a factor from 1.5 to 1000, e.g. 4");
   }
-  return f;
+  return *f;
 }
 
 FaultInjection parse_fault(const string& v, const string& what) {

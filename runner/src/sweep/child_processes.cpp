@@ -193,14 +193,10 @@ void start_child(Child& c, std::size_t i, const std::vector<const Family*>& mine
       const auto key = cache_key(*f->op, f->shape, context);
       auto ms = context.cache->measurements(key);
       if (!ms.empty()) known.push_back({key, std::move(ms), std::nullopt});
-      if (context.tune.prune_factor <= 0 || f->shape.m < 2 || f->shape.m % 2 != 0) continue;
-      Shape half = f->shape;
-      half.m /= 2;
-      const auto half_key = cache_key(*f->op, half, context);
-      if (!keys.insert(half_key).second) continue;  // its own key, or given already
-      if (auto best = context.cache->best(half_key)) {
-        known.push_back({half_key, context.cache->measurements(half_key), std::move(best)});
-      }
+      const auto half = half_m_key(*f->op, f->shape, context);
+      if (!half || !keys.insert(*half).second) continue;  // none, its own key, or given already
+      if (auto best = context.cache->best(*half))
+        known.push_back({*half, context.cache->measurements(*half), std::move(best)});
     }
     if (!known.empty()) cache::ConfigCache(store).store(known);
   }
@@ -443,6 +439,19 @@ class FinishedKeys {
   std::vector<std::unique_ptr<cache::ConfigCache>> shards_;
 };
 
+// The keys a key prunes by, and is pruned by, are of one group: its op and its tuning key without
+// the M=... part (an op whose key has none groups alone).
+std::string pruning_group(const Family& f) {
+  const std::string key = f.op->tuning_key(f.shape);
+  std::string rest;
+  for (std::size_t at = 0; at <= key.size();) {
+    const std::size_t comma = std::min(key.find(',', at), key.size());
+    if (key.compare(at, 2, "M=") != 0) rest += key.substr(at, comma - at) + ",";
+    at = comma + 1;
+  }
+  return f.op->name() + " " + rest;
+}
+
 // Every shard's finished keys merged in one transaction; the best config of each key per shard.
 std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, const RunContext& context,
                                                      ChoiceLog& choices, const std::vector<std::set<cache::Key>>& own) {
@@ -636,14 +645,7 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
     std::vector<std::string> group;
     std::vector<std::int64_t> m;
     for (const Family* f : k.keys) {
-      // The op's tuning key without its M=... part (an op whose key has none groups alone).
-      std::string rest, key = f->op->tuning_key(f->shape);
-      for (std::size_t at = 0; at <= key.size();) {
-        const std::size_t comma = std::min(key.find(',', at), key.size());
-        if (key.compare(at, 2, "M=") != 0) rest += key.substr(at, comma - at) + ",";
-        at = comma + 1;
-      }
-      group.push_back(f->op->name() + " " + rest);
+      group.push_back(pruning_group(*f));
       m.push_back(f->shape.m);
     }
     order_for_pruning(plan, group, m);

@@ -167,7 +167,7 @@ void OpTiming::launch(const Config& config) {
 
 void OpTiming::check_faults(const Config& config) const {
   if (faults_.sticky_config.empty() && faults_.hang_config.empty()) return;
-  const std::string text = config.str();
+  const std::string& text = config.str();
   if (text == faults_.sticky_config) {
     throw CudaError("injected cudaErrorIllegalAddress", cudaErrorIllegalAddress, true);
   }
@@ -186,7 +186,7 @@ std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Conf
   std::vector<std::chrono::nanoseconds> out;
   out.reserve(runs.size());
   const auto announce = [&](std::size_t i) {
-    const std::string text = runs[i].str();
+    const std::string& text = runs[i].str();
     if (!ran_.count(text) && on_new_config_ && (i == 0 || !(runs[i - 1] == runs[i]))) on_new_config_(text);
   };
   if (graph_) {
@@ -207,7 +207,7 @@ std::vector<std::chrono::nanoseconds> OpTiming::time_runs(const std::vector<Conf
   if (cupti_) cupti_->reserve(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Config& c = runs[i];
-    const std::string text = c.str();
+    const std::string& text = c.str();
     const bool first = !ran_.count(text);
     try {
       announce(i);

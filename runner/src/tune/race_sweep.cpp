@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "common/plural.hpp"
 #include "tune/sweep_strategy.hpp"
@@ -46,11 +47,13 @@ void prune(std::vector<Entry>& es, const TuneOptions& o, SweepStats& stats) {
   if (o.prune_factor <= 0 || o.prune_from.empty()) return;
   const std::int64_t best = o.prune_from_best_ns;
   if (best < kWarmupNs) return;
+  std::unordered_map<std::string, const Measurement*> there;  // 800 configs a key: no scan per config
+  for (const auto& m : o.prune_from) there.emplace(m.config, &m);
   std::vector<std::pair<Entry*, std::string>> out;
   for (auto& e : es) {
-    const auto it = std::find_if(o.prune_from.begin(), o.prune_from.end(),
-                                 [&](const Measurement& m) { return m.config == e.m.config; });
-    if (it == o.prune_from.end()) continue;
+    const auto found = there.find(e.m.config);
+    if (found == there.end()) continue;
+    const Measurement* it = found->second;
     if (it->status == Status::kPruned) {
       out.emplace_back(&e, "not run on " + o.prune_from_label + " either");
     } else if (it->status == Status::kOk && it->p50_ns &&
