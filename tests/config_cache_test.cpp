@@ -884,6 +884,22 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
         << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }
+  {
+    // A pruned row was never run: one that carries times is made up.
+    const std::string quoted = doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5);
+    const fs::path f = quoted.substr(1, quoted.size() - 2);
+    auto d = nlohmann::json::parse(std::ifstream(f));
+    d["tunebench_cache_schema"] = 5;
+    d["entries"][0]["best"] = nullptr;
+    d["entries"][0]["measurements"][0]["status"] = "pruned";
+    std::ofstream(f) << d.dump();
+    EXPECT_EQ(cli("import " + quoted, &out), 2) << out;
+    EXPECT_NE(out.find("entries[0]: config '" + c +
+                       "': status pruned with a time; a pruned config was never run (expected no p20_ns, p50_ns or "
+                       "p80_ns); nothing imported\n"),
+              std::string::npos)
+        << out;
+  }
   for (const auto& [file, expected] : refused) {
     EXPECT_EQ(cli("import " + file, &out), 2) << expected;
     EXPECT_NE(out.find(expected), std::string::npos) << out;

@@ -166,6 +166,26 @@ TEST(ParallelWarmup, ShardsVisitEachGroupFromTheSmallestMUpButTheirFirstKey) {
   EXPECT_EQ(plan.shards[0], (std::vector<std::size_t>{5, 4, 0, 1, 2, 3}));
 }
 
+// A worker tunes the first key the compile pool has finished, never before a key of its group
+// that comes earlier in its list, and the first key when none is finished.
+TEST(ParallelWarmup, AWorkerTunesTheFirstCompiledKeyAndKeepsEachGroupInOrder) {
+  using tunebench::ready_key;
+  // Keys 0..5; groups: 0 a, 1 b, 2 a, 3 c, 4 b, 5 d.
+  const std::vector<std::string> group{"a", "b", "a", "c", "b", "d"};
+  std::set<std::size_t> compiled;
+  const auto ready = [&](std::size_t k) { return compiled.count(k) > 0; };
+  const std::vector<std::size_t> left{0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(ready_key(left, group, ready), 0u);  // nothing compiled: the first, waited for
+  compiled = {2, 4, 5};                          // 2 waits for 0 (group a), 4 for 1 (group b)
+  EXPECT_EQ(ready_key(left, group, ready), 5u);
+  compiled = {2, 3, 4, 5};
+  EXPECT_EQ(ready_key(left, group, ready), 3u);
+  compiled = {1, 2, 3};
+  EXPECT_EQ(ready_key(left, group, ready), 1u);
+  EXPECT_EQ(ready_key({2, 4}, group, ready), 0u);  // once 0 and 1 are tuned, 2 may go
+  EXPECT_EQ(ready_key({4, 5}, group, ready), 0u);  // neither compiled: the first
+}
+
 TEST(ParallelWarmup, SweepCostCountsRunsAndFixedCostsNotJustFlops) {
   tunebench::TuneOptions o;  // 1 warmup, 3..15 repetitions within 100 ms
   // A 10 us kernel: 15 repetitions + 1 warmup of (10 + 100) us, plus 5 ms per config.

@@ -330,8 +330,8 @@ tuning=$(sed -n 's/.*parallel warmup shard [01]: [0-9]* keys\{0,1\}, \([0-9.]*\)
 [ "$(keys host)" -eq 8 ] || fail "host-op warmup stored $(keys host) keys, expected 8"
 
 # SIGHUP (a closed terminal, an ssh drop) and SIGQUIT end the sweep like SIGTERM: children
-# ended and reaped, the scratch folder under TMPDIR removed, finished keys kept, and the signal
-# re-raised (exit status 128 + the signal).
+# ended and reaped, the scratch folder under TMPDIR removed, finished keys kept, the keys'
+# leases given up, and the signal re-raised (exit status 128 + the signal).
 for sig in HUP QUIT; do
   rm -rf "$work/$sig.sqlite" "$work/$sig-tmp" && mkdir "$work/$sig-tmp"
   ( ulimit -c 0; exec env TMPDIR="$work/$sig-tmp" TUNEBENCH_CACHE="$work/$sig.sqlite" PARALLEL_WARMUP_GPUS=2 CUDA_VISIBLE_DEVICES=6,7 \
@@ -348,6 +348,9 @@ for sig in HUP QUIT; do
   [ -z "$(ls -A "$work/$sig-tmp")" ] || fail "SIG$sig left the scratch folder: $(ls -R "$work/$sig-tmp")"
   kept=$(sed -n 's/.*interrupted during the autotune sweep; \([0-9]*\) finished keys\{0,1\} kept/\1/p' "$work/$sig.err")
   [ -n "$kept" ] && [ "$(keys "$sig")" -le "$kept" ] || fail "SIG$sig: finished keys not reported: $(cat "$work/$sig.err")"
+  # No lease outlives the run: a later one would find keys held by a process that is gone.
+  leases=$(/usr/bin/python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from leases").fetchone()[0])' "$work/$sig.sqlite")
+  [ "$leases" -eq 0 ] || fail "SIG$sig left $leases key leases in the cache"
 done
 
 # A SIGINT that was ignored when bench started (a background job of a non-interactive shell,

@@ -34,6 +34,17 @@ std::optional<cache::Key> half_m_key(const Op& op, const Shape& shape, const Run
   return cache_key(op, half, context);
 }
 
+std::string pruning_group(const Family& family) {
+  const std::string key = family.op->tuning_key(family.shape);
+  std::string rest;
+  for (std::size_t at = 0; at <= key.size();) {
+    const std::size_t comma = std::min(key.find(',', at), key.size());
+    if (key.compare(at, 2, "M=") != 0) rest += key.substr(at, comma - at) + ",";
+    at = comma + 1;
+  }
+  return family.op->name() + " " + rest;
+}
+
 namespace {
 
 // `text` as a config `family` can run: one of its op's default or expanded space that

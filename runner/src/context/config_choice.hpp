@@ -24,6 +24,11 @@ cache::Key cache_key(const Op& op, const Shape& shape, const RunContext& context
 /// odd or 1.
 std::optional<cache::Key> half_m_key(const Op& op, const Shape& shape, const RunContext& context);
 
+/// The pruning group of `family`: its op's name and its tuning key without the M=... part
+/// (e.g. "mxfp4_gemm N=4096,K=4096,"), so the keys a key prunes by (half_m_key) and is pruned by
+/// are of its group; an op whose key has no M groups each shape alone.
+std::string pruning_group(const Family& family);
+
 /// The config the cache holds for `family` in this run, if it answers the key: a best config of
 /// the op's own spaces that can_implement accepts and, when context.tune.space is the expanded
 /// space (USE_FLAGTUNE=1), a measurement for every other expanded config that fits (so a best

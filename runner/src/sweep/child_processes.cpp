@@ -439,19 +439,6 @@ class FinishedKeys {
   std::vector<std::unique_ptr<cache::ConfigCache>> shards_;
 };
 
-// The keys a key prunes by, and is pruned by, are of one group: its op and its tuning key without
-// the M=... part (an op whose key has none groups alone).
-std::string pruning_group(const Family& f) {
-  const std::string key = f.op->tuning_key(f.shape);
-  std::string rest;
-  for (std::size_t at = 0; at <= key.size();) {
-    const std::size_t comma = std::min(key.find(',', at), key.size());
-    if (key.compare(at, 2, "M=") != 0) rest += key.substr(at, comma - at) + ",";
-    at = comma + 1;
-  }
-  return f.op->name() + " " + rest;
-}
-
 // Every shard's finished keys merged in one transaction; the best config of each key per shard.
 std::map<cache::Key, std::vector<std::string>> merge(const fs::path& dir, std::size_t shards, const RunContext& context,
                                                      ChoiceLog& choices, const std::vector<std::set<cache::Key>>& own) {
@@ -693,7 +680,7 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   if (g_signal) {
     std::cerr << "bench: interrupted during the autotune sweep; "
               << count_of(report.tuned, "finished key", "finished keys") << " kept\n";
-    raise(g_signal);
+    report.interrupted_by = g_signal;
   }
   return report;
 }

@@ -89,16 +89,24 @@ CompilePool::~CompilePool() { stop(); }
 void CompilePool::add(const std::string& name, const Op& op, const std::vector<Config>& configs) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;
-  const bool idle = compiled_ == items_.size();
+  const bool idle = done_count_ == items_.size();
+  Key key{name, 0, false};
+  const std::size_t k = keys_.size();
   for (const auto& c : configs) {
-    if (queued_.insert({&op, c.str()}).second) {
+    const auto [at, added] = index_.try_emplace({&op, c.str()}, items_.size());
+    if (added) {
       items_.push_back({&op, c});
       done_.push_back(false);
+      waiting_.emplace_back();
+    }
+    if (!done_[at->second]) {
+      waiting_[at->second].push_back(k);
+      ++key.left;
     }
   }
-  if (idle && items_.size() > compiled_) busy_since_ = Clock::now();
-  keys_.push_back({name, items_.size()});
-  announce_ready();
+  if (idle && items_.size() > done_count_) busy_since_ = Clock::now();
+  keys_.push_back(std::move(key));
+  if (keys_.back().left == 0) announce(k);
   changed_.notify_all();
 }
 
@@ -116,7 +124,7 @@ void CompilePool::stop() {
   for (auto& t : threads_) t.join();
   threads_.clear();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (items_.size() > compiled_ && busy_since_ != Clock::time_point{}) {
+  if (items_.size() > done_count_ && busy_since_ != Clock::time_point{}) {
     busy_s_ += std::chrono::duration<double>(Clock::now() - busy_since_).count();
     busy_since_ = {};
   }
@@ -125,7 +133,7 @@ void CompilePool::stop() {
 
 std::size_t CompilePool::compiled() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return compiled_;
+  return done_count_;
 }
 
 double CompilePool::seconds() const {
@@ -134,15 +142,15 @@ double CompilePool::seconds() const {
 }
 
 double CompilePool::busy_seconds() const {
-  if (items_.size() == compiled_ || busy_since_ == Clock::time_point{}) return busy_s_;
+  if (items_.size() == done_count_ || busy_since_ == Clock::time_point{}) return busy_s_;
   return busy_s_ + std::chrono::duration<double>(Clock::now() - busy_since_).count();
 }
 
-// Under mutex_: every key whose items are all compiled, in the order added.
-void CompilePool::announce_ready() {
-  for (; announced_ < keys_.size() && keys_[announced_].end <= compiled_; ++announced_) {
-    if (on_compiled_) on_compiled_(keys_[announced_].name);
-  }
+// Under mutex_: key k has all of its configs compiled.
+void CompilePool::announce(std::size_t k) {
+  keys_[k].announced = true;
+  ++announced_;
+  if (on_compiled_) on_compiled_(keys_[k].name);
 }
 
 // Under `lock`: false when the pool is stopping; else true once this pool holds the host's
@@ -187,10 +195,14 @@ void CompilePool::work() {
     }
     lock.lock();
     done_[i] = true;
+    ++done_count_;
     if (on_config_compiled_) on_config_compiled_(*item.op, item.config);
-    while (compiled_ < items_.size() && done_[compiled_]) ++compiled_;
-    announce_ready();
-    if (compiled_ == items_.size()) {
+    // Keys in the order added among those this config completes.
+    for (const std::size_t k : waiting_[i]) {
+      if (--keys_[k].left == 0) announce(k);
+    }
+    waiting_[i].clear();
+    if (done_count_ == items_.size()) {
       busy_s_ += std::chrono::duration<double>(Clock::now() - busy_since_).count();
       busy_since_ = {};
       held_.reset();  // nothing queued: a shard may tune a host op

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -82,10 +83,10 @@ class CompiledKeys {
 /// Compiles the configs of sweep keys (Op::precompile, one config a call, so an override must be
 /// thread-safe, as JitKernelCache::precompile is) on host threads, in the order the keys are
 /// added, a config shared by several keys (same op, same Config) once. A key is announced
-/// (`on_compiled`, called under the pool's lock by add() or a pool thread, keys in the order
-/// added) once
-/// every config it needs and every key added before it are compiled; a config that fails to
-/// compile counts as compiled (the sweep that runs it reports the failure). The threads run at
+/// (`on_compiled`, called under the pool's lock by add() or a pool thread) as soon as every
+/// config it needs is compiled, whatever the keys before it still wait for (a worker may then
+/// tune it first: ready_key); keys completed by one config are announced in the order added. A
+/// config that fails to compile counts as compiled (the sweep that runs it reports the failure). The threads run at
 /// nice 10, so a worker's launches never queue behind compilation. With a `host_cores` file
 /// (host_cores_file), the pool holds the host's cores while it has configs to compile (a shard
 /// tunes no host op meanwhile) and lets them go when it has none; it never waits for a worker.
@@ -125,12 +126,13 @@ class CompilePool {
   };
   struct Key {
     std::string name;
-    std::size_t end;  // items [0, end) compiled: the key is
+    std::size_t left;  // its configs not compiled yet
+    bool announced;
   };
   using Clock = std::chrono::steady_clock;
   void work();
   bool hold_cores(std::unique_lock<std::mutex>& lock);
-  void announce_ready();
+  void announce(std::size_t k);
   double busy_seconds() const;
 
   DeviceInfo device_;
@@ -142,11 +144,12 @@ class CompilePool {
   std::condition_variable changed_;
   std::vector<Item> items_;  // read by workers under mutex_ only (add may grow it)
   std::vector<bool> done_;
-  std::size_t next_ = 0;      // the next item to begin
-  std::size_t compiled_ = 0;  // items [0, compiled_) done
+  std::vector<std::vector<std::size_t>> waiting_;  // per item, the keys waiting for it
+  std::size_t next_ = 0;                           // the next item to begin
+  std::size_t done_count_ = 0;                     // items done
   std::vector<Key> keys_;
-  std::size_t announced_ = 0;                           // keys [0, announced_) announced
-  std::set<std::pair<const Op*, std::string>> queued_;  // configs queued so far
+  std::size_t announced_ = 0;                                         // keys announced
+  std::map<std::pair<const Op*, std::string>, std::size_t> index_;  // each config queued, its item
   bool acquiring_ = false;
   bool stopping_ = false;
   double busy_s_ = 0;

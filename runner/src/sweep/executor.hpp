@@ -51,6 +51,10 @@ struct SweepReport {
     std::string device;
   };
   std::vector<Shard> per_shard;
+  /// The signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that stopped the round, 0 when none: its finished
+  /// keys are stored and its workers stopped; the caller gives up what it holds (the keys'
+  /// leases) and raises the signal again, its handlers restored.
+  int interrupted_by = 0;
 };
 
 /// Where keys are swept.

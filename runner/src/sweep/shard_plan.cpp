@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "common/plural.hpp"
@@ -143,6 +144,16 @@ void order_for_pruning(ShardPlan& plan, const std::vector<std::string>& group, c
       for (std::size_t i = 0; i < at.size(); ++i) shard[at[i]] = keys[i];
     }
   }
+}
+
+std::size_t ready_key(const std::vector<std::size_t>& left, const std::vector<std::string>& group,
+                      const std::function<bool(std::size_t)>& ready) {
+  std::set<std::string> passed;  // groups of the keys before the one looked at
+  for (std::size_t p = 0; p < left.size(); ++p) {
+    const std::string& g = group.at(left[p]);
+    if (passed.insert(g).second && ready(left[p])) return p;
+  }
+  return 0;
 }
 
 std::vector<std::size_t> reach_order(const ShardPlan& plan, const std::vector<double>& costs) {

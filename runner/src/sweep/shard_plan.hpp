@@ -2,6 +2,7 @@
 // Planning a sharded sweep: which devices the shards get and which keys each shard tunes.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ ShardPlan plan_shards(const std::vector<double>& costs, int n, double trust_shar
 /// the smallest M up. The shard's first key stays first: its screen, the longest of its group, is
 /// what the compile pool's first configs are timed on while it compiles the rest of the op's.
 void order_for_pruning(ShardPlan& plan, const std::vector<std::string>& group, const std::vector<std::int64_t>& m);
+
+/// Which of `left` (a worker's keys not tuned yet, as indices into `group`, in its list's order) it
+/// tunes next, as a position in `left`: the first whose configs are all compiled (`ready`) and
+/// that no earlier key of `left` shares a pruning group with (group[k], as for
+/// order_for_pruning: a group's keys stay in list order, so each finds the key with half its M
+/// tuned); when none is, the first of `left`, whose configs the worker then waits for one by
+/// one. So a worker tunes what the compile pool has finished while it compiles the rest, instead
+/// of waiting at a key whose op's configs come later. `left` must not be empty.
+std::size_t ready_key(const std::vector<std::size_t>& left, const std::vector<std::string>& group,
+                      const std::function<bool(std::size_t)>& ready);
 
 /// The keys of `plan` in the order its shards reach them, the order to compile them in: by the
 /// estimated start of each (the summed costs of the keys before it in its shard's list; a doubled

@@ -22,6 +22,7 @@
 #include "sweep/compile_pool.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/host_cores.hpp"
+#include "sweep/shard_plan.hpp"
 #include "sweep/worker_record.hpp"
 
 namespace tunebench {
@@ -90,18 +91,14 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
             << (visible.empty() ? "(empty: no GPU, host ops only)" : visible) << uuid << "\n";
   records.write({WorkerRecord::Kind::kStarted, "", "", 0, visible + uuid});
   HostCores host_cores(host_cores_file(dir));
-  std::string name;
-  while (std::getline(in, name)) {
+  // One key: 0 to go on, else the process's exit status.
+  const auto tune = [&](const Family& f) -> int {
+    const std::string& name = f.name;
     current = name;
-    const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
-    if (it == families.end()) {
-      std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
-      return 2;
-    }
     // A host op's configs are waited for before the host's cores (the compile pool holds them
     // while it compiles: never wait for it holding them), a GPU key's in on_progress.
-    gpu_key = it->op->needs_gpu();
-    current_op = it->op.get();
+    gpu_key = f.op->needs_gpu();
+    current_op = f.op.get();
     compile_wait_s = 0;
     if (!gpu_key) {
       compile_wait_s = compiled.wait_for(name, [&] {
@@ -110,14 +107,14 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     }
     // A host op is prepared and timed only while this shard holds the host's cores; its seconds
     // start when it has them, so they count tuning, not waiting.
-    auto cores = it->op->needs_gpu() ? HostCores::none() : host_cores.hold([&] {
+    auto cores = f.op->needs_gpu() ? HostCores::none() : host_cores.hold([&] {
       records.write({WorkerRecord::Kind::kWaiting, name, "", 0, ""});
     });
     const auto key_started = std::chrono::steady_clock::now();
     records.write({WorkerRecord::Kind::kPreparing, name, "", 0, ""});
     SweepStats stats;
     try {
-      ensure_tuned(*it, context, choices, nullptr, &stats);
+      ensure_tuned(f, context, choices, nullptr, &stats);
     } catch (const StickyCudaError& e) {
       // The failing config is stored; this process's GPU context is gone. Stop: the parent
       // starts a fresh shard for the keys left.
@@ -125,7 +122,7 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
       return 3;
     }
     try {
-      if (settings.fault.disagree_shard == shard) inject_disagreement(*it, context, stats);
+      if (settings.fault.disagree_shard == shard) inject_disagreement(f, context, stats);
     } catch (const std::exception& e) {
       std::cerr << "tunebench-shard: " << name << ": " << e.what() << "\n";
     }
@@ -141,6 +138,41 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
     std::cerr << "tunebench-shard: tuned " << name << " in " << format_c("%.2f", seconds) << " s\n";
     cores.reset();
     if (settings.fault.abort_shard == shard) std::abort();
+    return 0;
+  };
+  const auto family_of = [&](const std::string& name) -> const Family* {
+    const auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) { return f.name == name; });
+    if (it == families.end()) std::cerr << "tunebench-shard: unknown benchmark " << name << "\n";
+    return it == families.end() ? nullptr : &*it;
+  };
+  std::string name;
+  std::error_code ec;
+  if (std::filesystem::is_fifo(list_file, ec)) {
+    // An MPI rank feeds its child one key at a time: tuned in the order they come.
+    while (std::getline(in, name)) {
+      const Family* f = family_of(name);
+      if (!f) return 2;
+      if (const int status = tune(*f)) return status;
+    }
+    return 0;
+  }
+  // A whole list: the keys the compile pool has finished first (ready_key), so this worker does
+  // not wait at a key whose op's configs the pool compiles later while others are ready.
+  std::vector<const Family*> mine;
+  std::vector<std::string> group;
+  while (std::getline(in, name)) {
+    const Family* f = family_of(name);
+    if (!f) return 2;
+    mine.push_back(f);
+    group.push_back(pruning_group(*f));
+  }
+  std::vector<std::size_t> left(mine.size());
+  for (std::size_t i = 0; i < left.size(); ++i) left[i] = i;
+  while (!left.empty()) {
+    const std::size_t at = ready_key(left, group, [&](std::size_t k) { return compiled.announced(mine[k]->name); });
+    const std::size_t k = left[at];
+    left.erase(left.begin() + static_cast<std::ptrdiff_t>(at));
+    if (const int status = tune(*mine[k])) return status;
   }
   return 0;
 }

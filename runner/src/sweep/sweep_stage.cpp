@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -153,7 +154,17 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
     return std::move(split.mine);
   };
   std::vector<const Family*> swept_here = claim(untuned);
-  SweepReport w = executor.sweep(swept_here, context, choices, true);
+  // A round a signal stopped: no lease outlives this process (a later run would find it held by
+  // a process that is gone), then the signal's own end.
+  const auto sweep = [&](const std::vector<const Family*>& keys, bool first) {
+    SweepReport r = executor.sweep(keys, context, choices, first);
+    if (r.interrupted_by) {
+      leases.release_all();
+      std::raise(r.interrupted_by);
+    }
+    return r;
+  };
+  SweepReport w = sweep(swept_here, true);
   int round = 1;
   // Keys a crashed worker left get further rounds in fresh processes, as long as each round
   // finishes some (a crash after a sticky error stored it: that is progress too).
@@ -163,7 +174,7 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
       if (left.empty()) break;
       std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for "
                 << count_of(static_cast<long long>(left.size()), "key", "keys") << " left\n";
-      const SweepReport more = executor.sweep(left, context, choices, false);
+      const SweepReport more = sweep(left, false);
       add_round(w, more);
       swept_here.insert(swept_here.end(), left.begin(), left.end());
       progress = left.size() > untuned_families(families, filter, context, choices).size() || more.crashed_shards > 0;
@@ -188,7 +199,7 @@ SweepReport run_sweep_stage(SweepExecutor& executor, const std::vector<const Fam
     if (taken.empty()) break;
     std::cerr << "bench: " << executor.name() << " round " << round + 1 << " for "
               << count_of(static_cast<long long>(taken.size()), "key", "keys") << " taken over\n";
-    const SweepReport more = executor.sweep(taken, context, choices, false);
+    const SweepReport more = sweep(taken, false);
     add_round(w, more);
     swept_here.insert(swept_here.end(), taken.begin(), taken.end());
     ++round;

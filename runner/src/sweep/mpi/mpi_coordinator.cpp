@@ -355,7 +355,7 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
   if (const int sig = caught_signal()) {
     std::cerr << "bench: interrupted during the MPI sweep; " << count_of(report.tuned, "finished key", "finished keys")
               << " kept\n";
-    raise(sig);
+    report.interrupted_by = sig;
   }
   return report;
 }
