@@ -416,8 +416,9 @@ class Import {
       require_plausible(*r.p50_ns, what + ": p50_ns");
     }
     if (r.status == Status::kPruned && (r.p20_ns || r.p50_ns || r.p80_ns)) {
-      throw std::invalid_argument(what + ": status pruned with a time; a pruned config was never run (expected no "
-                                         "p20_ns, p50_ns or p80_ns)");
+      throw std::invalid_argument(what +
+                                  ": status pruned with a time; a pruned config was never run (expected no "
+                                  "p20_ns, p50_ns or p80_ns)");
     }
     ++rows_;
     // Merging: what the cache learnt later wins. An imported measurement replaces the cache's of

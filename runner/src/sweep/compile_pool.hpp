@@ -148,7 +148,7 @@ class CompilePool {
   std::size_t next_ = 0;                           // the next item to begin
   std::size_t done_count_ = 0;                     // items done
   std::vector<Key> keys_;
-  std::size_t announced_ = 0;                                         // keys announced
+  std::size_t announced_ = 0;                                       // keys announced
   std::map<std::pair<const Op*, std::string>, std::size_t> index_;  // each config queued, its item
   bool acquiring_ = false;
   bool stopping_ = false;
