@@ -168,8 +168,14 @@ int run_shard(const std::vector<Family>& families, const RunContext& shared_cont
   }
   std::vector<std::size_t> left(mine.size());
   for (std::size_t i = 0; i < left.size(); ++i) left[i] = i;
+  // A host op's key is never taken ahead of a compiled GPU key: the pool holds the host's cores
+  // while it compiles, so a worker that took it early would wait for them with its GPU idle.
+  const auto ready = [&](std::size_t k) {
+    if (!compiled.active()) return true;
+    return mine[k]->op->needs_gpu() && compiled.announced(mine[k]->name);
+  };
   while (!left.empty()) {
-    const std::size_t at = ready_key(left, group, [&](std::size_t k) { return compiled.announced(mine[k]->name); });
+    const std::size_t at = ready_key(left, group, ready);
     const std::size_t k = left[at];
     left.erase(left.begin() + static_cast<std::ptrdiff_t>(at));
     if (const int status = tune(*mine[k])) return status;
