@@ -358,8 +358,10 @@ TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
   EXPECT_EQ(out.stats.dropped, 17);
   EXPECT_EQ(rec.runs_of[1], 2);  // the screen: one warmup and one timed run
   EXPECT_EQ(rec.runs_of[20], 2);
-  EXPECT_EQ(rec.runs_of[7], 2 + 3 + 15);  // screen, race, full repetitions
-  EXPECT_EQ(rec.runs_of[6], 2 + 3 + 15);
+  // Screen, race, full repetitions; runs this short (1 us) are timed each after an untimed run
+  // of their own config, as a config's runs follow each other in Google Benchmark's loop.
+  EXPECT_EQ(rec.runs_of[7], 2 + 2 * 3 + 2 * 15);
+  EXPECT_EQ(rec.runs_of[6], 2 + 2 * 3 + 2 * 15);
   EXPECT_EQ(out.stats.runs, rec.calls);
   EXPECT_EQ(out.stats.kernel_ns, rec.total_ns);
   // Every config has its quantiles; the dropped ones from the runs they had.
@@ -375,7 +377,7 @@ TEST(Race, DropsClearlySlowerConfigsEarlyAndFindsTheBest) {
   EXPECT_EQ(all.best, out.best);
   EXPECT_EQ(all.stats.dropped, 0);
   EXPECT_EQ(full.calls, 20 * (1 + 15));
-  EXPECT_LT(rec.calls * 3, full.calls);
+  EXPECT_LT(rec.calls * 2, full.calls);
 }
 
 namespace {
@@ -502,18 +504,43 @@ TEST(Race, TheScreenRunsConfigsInTurnAndLaterRoundsInterleave) {
   ASSERT_EQ(runs.size(), 40u);
   EXPECT_LE(b, 3u);
   for (std::size_t i = 0; i < 40; ++i) EXPECT_EQ(runs[i].get("B"), static_cast<std::int64_t>(i / 2 + 1)) << i;
-  // The race and the final: round-robin over their configs.
+  // The race and the final: round-robin over their configs, each timed run of these short runs
+  // after an untimed run of its own config (pairs).
   ASSERT_LT(b, rec.batches.size());
   for (std::size_t i = b; i < rec.batches.size(); ++i) {
     const auto& batch = rec.batches[i];
-    for (std::size_t j = 1; j < batch.size(); ++j) {
-      // The same config twice in a row only once the others have had all their runs.
-      if (batch[j] == batch[j - 1]) {
+    ASSERT_EQ(batch.size() % 2, 0u) << "batch " << i;
+    for (std::size_t j = 0; j < batch.size(); j += 2) EXPECT_EQ(batch[j], batch[j + 1]) << "batch " << i;
+    for (std::size_t j = 2; j < batch.size(); j += 2) {
+      // The same config in two pairs in a row only once the others have had all their runs.
+      if (batch[j] == batch[j - 2]) {
         for (std::size_t k = j; k < batch.size(); ++k) EXPECT_EQ(batch[k], batch[j]) << "batch " << i;
         break;
       }
     }
   }
+}
+
+// Runs of 200 us or more are interleaved one by one: an untimed run before each would double
+// their cost for a start-up far smaller than the run.
+TEST(Race, LongRunsAreInterleavedWithoutAnUntimedRunBeforeEach) {
+  Recorder rec{[](const Config& c, std::int64_t) -> std::int64_t { return 300'000 + 50'000 * std::abs(c.get("B") - 7); }};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.best.str(), "B=7");
+  // The screen's first config (its warmup and its run: the key's length is not known yet), then
+  // one run each (B=20, 3.2x the best, leaves there); the race's and final's runs one by one,
+  // round-robin.
+  EXPECT_EQ(rec.runs_of[1], 2);
+  EXPECT_EQ(rec.runs_of[20], 1);
+  EXPECT_EQ(rec.runs_of[7], 1 + 3 + 3);  // full repetitions: the minimum, 3, past the budget
+  bool pair = false;
+  for (std::size_t i = 0; i < rec.batches.size(); ++i) {
+    const auto& batch = rec.batches[i];
+    if (batch.size() < 4) continue;
+    for (std::size_t j = 1; j + 1 < batch.size(); ++j) pair |= batch[j] == batch[j - 1] && !(batch[j + 1] == batch[j]);
+  }
+  EXPECT_FALSE(pair);
 }
 
 // A timer that names the failing run (as OpTiming does for a config's first runs): only that
@@ -617,7 +644,9 @@ TEST(Race, TheFinalRoundOrdersContendersByTheOpsConfigOrderForTheTieRule) {
   const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
   EXPECT_EQ(out.best.str(), "B=3");  // within 1% of B=9 and earlier in the op's order
   EXPECT_EQ(out.stats.finalists, (std::vector<Config>{Config{{"B", 3}}, Config{{"B", 9}}, Config{{"B", 22}}}));
-  EXPECT_EQ(rec.runs_of[3], 1 + 15);          // one warmup, then full repetitions
+  // One warmup, then full repetitions, each of these short runs after an untimed run of its own
+  // config.
+  EXPECT_EQ(rec.runs_of[3], 1 + 2 * 15);
   EXPECT_EQ(rec.batches.front().size(), 3u);  // the warmups of all three in one batch
 }
 

@@ -133,22 +133,42 @@ bool run_chunk(const std::vector<Config>& runs, const std::vector<Entry*>& owner
   return false;
 }
 
+// A run that follows another config's kernel starts with its own code out of the SM's
+// instruction caches (and out of L2, which the rotated weights flush). On a short kernel that
+// costs some configs far more than others (H200, 2026-12-03: a 3.07 us tile config timed back to
+// back ran 3.74 us interleaved, a decode config 3.43 against 3.49 us), while Google Benchmark's
+// loop and the full sweep time a config's runs back to back. So while a key's runs are short
+// (kWarmupNs), each interleaved timed run follows an untimed run of its own config.
+bool warm_each_run(const std::vector<Entry*>& es) {
+  std::int64_t fastest = 0;
+  for (const auto* e : es) {
+    if (e->alive) fastest = fastest ? std::min(fastest, e->estimate()) : e->estimate();
+  }
+  return fastest > 0 && fastest < kWarmupNs;
+}
+
 // `runs[i]` timed runs of es[i], round-robin (one run of each per pass), appended to their
-// samples; batches of whole passes up to kBatchNs. A config that fails leaves the round.
-void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunTimer& time_run, SweepStats& stats) {
+// samples; batches of whole passes up to kBatchNs; `warm_each`: each after an untimed run of its
+// config. A config that fails leaves the round.
+void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunTimer& time_run, SweepStats& stats,
+                bool warm_each) {
   const int passes = runs.empty() ? 0 : *std::max_element(runs.begin(), runs.end());
   int pass = 0;
   while (pass < passes) {
     std::vector<Config> batch;
     std::vector<Entry*> owner;
+    std::vector<bool> timed;  // false: the untimed run before a timed one (warm_each)
     std::int64_t estimated = 0;
     const int first = pass;
     while (pass < passes && (pass == first || estimated < kBatchNs)) {
       for (std::size_t i = 0; i < es.size(); ++i) {
         if (!es[i]->alive || pass >= runs[i]) continue;
-        batch.push_back(es[i]->config);
-        owner.push_back(es[i]);
-        estimated += es[i]->estimate();
+        for (int w = warm_each ? 0 : 1; w <= 1; ++w) {
+          batch.push_back(es[i]->config);
+          owner.push_back(es[i]);
+          timed.push_back(w == 1);
+          estimated += es[i]->estimate();
+        }
       }
       ++pass;
     }
@@ -159,6 +179,7 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
       continue;
     }
     for (std::size_t j = 0; j < times.size(); ++j) {
+      if (!timed[j]) continue;
       if (times[j].count() <= 0) {
         mark_failed(*owner[j], std::make_exception_ptr(std::runtime_error("timer reported a zero time")));
         continue;
@@ -248,7 +269,7 @@ void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run
   for (auto* e : finals) e->samples.clear();
   if (warm) {
     // The warmups (at least one: its time sets the repetitions), not counted as samples.
-    interleave(finals, std::vector<int>(finals.size(), std::max(1, o.warmup)), time_run, stats);
+    interleave(finals, std::vector<int>(finals.size(), std::max(1, o.warmup)), time_run, stats, false);
     for (auto* e : finals) {
       if (!e->alive) continue;
       e->m.p50_ns = e->samples.back();
@@ -257,7 +278,7 @@ void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run
   }
   std::vector<int> reps;
   for (auto* e : finals) reps.push_back(full_repetitions(e->estimate(), o));
-  interleave(finals, reps, time_run, stats);
+  interleave(finals, reps, time_run, stats, warm_each_run(finals));
 }
 
 // The winner among the finals (in order), results for every entry, the stats.
@@ -318,7 +339,7 @@ void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
       if (o.on_progress)
         o.on_progress(
             "race of " + count_of(static_cast<long long>(racing.size()), "config", "configs") + ", interleaved", false);
-      interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats);
+      interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats, warm_each_run(racing));
       racing = alive_of(es);
       const auto best =
           std::min_element(racing.begin(), racing.end(), [](auto* a, auto* b) { return *a->m.p50_ns < *b->m.p50_ns; });
