@@ -130,6 +130,28 @@ int as_unprivileged(const std::function<std::string()>& body) {
 
 }  // namespace
 
+// A second handle on the cache in one process (bench's sweep stores finished keys through its
+// own while the main one stays open) must not drop the first one's file locks: POSIX record
+// locks go with the first close of any descriptor of the file, and without them another
+// process closing its connection takes itself for the last one and checkpoints and deletes the
+// WAL the first handle still writes into; what it stores after is lost.
+TEST_F(ConfigCacheTest, ASecondHandleInOneProcessKeepsTheFirstOnesLocks) {
+  ConfigCache first(file_);
+  first.store(key("M=1,N=64,K=64"), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  { ConfigCache second(file_); }
+  // Another process (not a fork: it would inherit this one's SQLite state) opens and closes the
+  // cache read-write, as a bench that finds its keys cached does.
+  const std::string other = "python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                            "c.execute(\"SELECT count(*) FROM best\").fetchall(); c.close()' '" +
+                            file_.string() + "'";
+  ASSERT_EQ(std::system(other.c_str()), 0) << other;
+  first.store(key("M=2,N=64,K=64"), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  EXPECT_TRUE(fs::exists(fs::path(file_.string() + "-wal")));  // the open handle's WAL stayed
+  ConfigCache reader(file_);
+  EXPECT_TRUE(reader.best(key("M=1,N=64,K=64")));
+  EXPECT_TRUE(reader.best(key("M=2,N=64,K=64")));
+}
+
 TEST_F(ConfigCacheTest, StoreGetAndEraseAreReal) {
   ConfigCache cache(file_);
   EXPECT_FALSE(cache.best(key()));

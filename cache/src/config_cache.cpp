@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>  // program_invocation_short_name (glibc): the library's notes are the program's lines
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "heartbeat.hpp"
 
@@ -243,6 +245,33 @@ bool has_our_tables(Database& db) {
   return tables[1] == "measurements" && (m == v2 || m == v2 + ",host");
 }
 
+// The first `n` bytes of the file at `path` into `out`, read through SQLite's own file layer;
+// false when it cannot be opened or is shorter. Not with fopen and fclose: on POSIX the first
+// close of any descriptor of a file drops every record lock this process holds on it, so that
+// would drop the locks of this process's open connections to the cache (another process then
+// takes itself for the last one, checkpoints and deletes the WAL they still write into, and
+// what they store after is lost). SQLite's layer keeps such a descriptor open while its
+// connections hold locks on the file.
+bool read_file_start(const fs::path& path, unsigned char* out, int n) {
+  sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
+  if (!vfs) return false;
+  std::vector<char> full(static_cast<std::size_t>(vfs->mxPathname) + 1);
+  if (vfs->xFullPathname(vfs, path.c_str(), static_cast<int>(full.size()), full.data()) != SQLITE_OK) return false;
+  std::vector<std::max_align_t> storage((static_cast<std::size_t>(vfs->szOsFile) + sizeof(std::max_align_t) - 1) /
+                                        sizeof(std::max_align_t));
+  auto* file = reinterpret_cast<sqlite3_file*>(storage.data());
+  file->pMethods = nullptr;
+  int flags = 0;
+  const int opened = vfs->xOpen(vfs, full.data(), file, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &flags);
+  if (opened != SQLITE_OK) {
+    if (file->pMethods) file->pMethods->xClose(file);
+    return false;
+  }
+  const int read = file->pMethods->xRead(file, out, n, 0);
+  file->pMethods->xClose(file);
+  return read == SQLITE_OK;  // SQLITE_IOERR_SHORT_READ: the file is shorter
+}
+
 Identity identify(const fs::path& path, std::int32_t our_id, int our_version, int busy_timeout_ms) {
   std::error_code ec;
   fs::path wal = path;
@@ -250,12 +279,7 @@ Identity identify(const fs::path& path, std::int32_t our_id, int our_version, in
   const bool wal_pending = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
   if (fs::file_size(path, ec) == 0 && !ec && !wal_pending) return {Identity::kEmpty, ""};
   unsigned char header[100] = {};
-  std::size_t got = 0;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    got = std::fread(header, 1, sizeof header, f);
-    std::fclose(f);
-  }
-  if (got < sizeof header || std::memcmp(header, kSqliteMagic, sizeof kSqliteMagic) != 0) {
+  if (!read_file_start(path, header, sizeof header) || std::memcmp(header, kSqliteMagic, sizeof kSqliteMagic) != 0) {
     return {Identity::kForeign, "is not an SQLite database"};
   }
   // The header's own fields (offsets 68 and 60), for when SQLite cannot read further: a WAL
