@@ -524,7 +524,8 @@ TEST(Race, TheScreenRunsConfigsInTurnAndLaterRoundsInterleave) {
 // Runs of 200 us or more are interleaved one by one: an untimed run before each would double
 // their cost for a start-up far smaller than the run.
 TEST(Race, LongRunsAreInterleavedWithoutAnUntimedRunBeforeEach) {
-  Recorder rec{[](const Config& c, std::int64_t) -> std::int64_t { return 300'000 + 50'000 * std::abs(c.get("B") - 7); }};
+  Recorder rec{
+      [](const Config& c, std::int64_t) -> std::int64_t { return 300'000 + 50'000 * std::abs(c.get("B") - 7); }};
   const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), race_options());
   ASSERT_TRUE(out.found());
   EXPECT_EQ(out.best.str(), "B=7");

@@ -141,9 +141,10 @@ TEST_F(ConfigCacheTest, ASecondHandleInOneProcessKeepsTheFirstOnesLocks) {
   { ConfigCache second(file_); }
   // Another process (not a fork: it would inherit this one's SQLite state) opens and closes the
   // cache read-write, as a bench that finds its keys cached does.
-  const std::string other = "python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-                            "c.execute(\"SELECT count(*) FROM best\").fetchall(); c.close()' '" +
-                            file_.string() + "'";
+  const std::string other =
+      "python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+      "c.execute(\"SELECT count(*) FROM best\").fetchall(); c.close()' '" +
+      file_.string() + "'";
   ASSERT_EQ(std::system(other.c_str()), 0) << other;
   first.store(key("M=2,N=64,K=64"), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
   EXPECT_TRUE(fs::exists(fs::path(file_.string() + "-wal")));  // the open handle's WAL stayed
@@ -907,7 +908,8 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }
   {
-    // A pruned row was never run: one that carries times is made up.
+    // Only an ok row has times (a failed, timed-out or pruned config has none): a pruned row that
+    // carries times is made up.
     const std::string quoted = doc("mxfp4_gemm", "M=8,N=4096,K=4096", c, 1500, now - 5);
     const fs::path f = quoted.substr(1, quoted.size() - 2);
     auto d = nlohmann::json::parse(std::ifstream(f));
@@ -917,8 +919,20 @@ TEST_F(ConfigCacheTest, CliImportIsCheckedAgainstTheOps) {
     std::ofstream(f) << d.dump();
     EXPECT_EQ(cli("import " + quoted, &out), 2) << out;
     EXPECT_NE(out.find("entries[0]: config '" + c +
-                       "': status pruned with a time; a pruned config was never run (expected no p20_ns, p50_ns or "
-                       "p80_ns); nothing imported\n"),
+                       "': status pruned with a time; only an ok row has p20_ns, p50_ns or p80_ns; nothing "
+                       "imported\n"),
+              std::string::npos)
+        << out;
+    d["entries"][0]["measurements"][0]["status"] = "launch_failed";
+    std::ofstream(f) << d.dump();
+    EXPECT_EQ(cli("import " + quoted, &out), 2) << out;
+    EXPECT_NE(out.find("status launch_failed with a time"), std::string::npos) << out;
+    // A config measured twice in one entry: which row holds cannot be told.
+    d["entries"][0]["measurements"][0]["status"] = "ok";
+    d["entries"][0]["measurements"].push_back(d["entries"][0]["measurements"][0]);
+    std::ofstream(f) << d.dump();
+    EXPECT_EQ(cli("import " + quoted, &out), 2) << out;
+    EXPECT_NE(out.find("entries[0]: config '" + c + "' is listed twice in its entry; nothing imported\n"),
               std::string::npos)
         << out;
   }

@@ -356,6 +356,7 @@ class Import {
   void start_entry() {
     in_entry_ = true;
     key_.reset();
+    entry_configs_.clear();
     known_op_ = true;
     if (names_.size() > 3) names_[3].clear();
   }
@@ -400,6 +401,7 @@ class Import {
                   text(m, "device_uuid"),
                   m.contains("host") ? text(m, "host") : ""};
     const std::string what = "config '" + e(r.config) + "'";
+    if (!entry_configs_.insert(r.config).second) throw std::invalid_argument(what + " is listed twice in its entry");
     check_config(r.config);
     if (r.status == Status::kCompileFailed && known_op_ && !check_.compiles_configs(key_->op)) {
       throw std::invalid_argument(what + " of op " + e(key_->op) + ": status compile_failed, but " + e(key_->op) +
@@ -415,10 +417,10 @@ class Import {
       if (!r.p50_ns) throw std::invalid_argument(what + ": status ok without a p50_ns");
       require_plausible(*r.p50_ns, what + ": p50_ns");
     }
-    if (r.status == Status::kPruned && (r.p20_ns || r.p50_ns || r.p80_ns)) {
-      throw std::invalid_argument(what +
-                                  ": status pruned with a time; a pruned config was never run (expected no "
-                                  "p20_ns, p50_ns or p80_ns)");
+    if (r.status != Status::kOk && (r.p20_ns || r.p50_ns || r.p80_ns)) {
+      // The sweep stores times with ok rows alone: a failed, timed-out or pruned config has none.
+      throw std::invalid_argument(what + ": status " + std::string(to_string(r.status)) +
+                                  " with a time; only an ok row has p20_ns, p50_ns or p80_ns");
     }
     ++rows_;
     // Merging: what the cache learnt later wins. An imported measurement replaces the cache's of
@@ -491,7 +493,8 @@ class Import {
   json schema_;
   bool entries_seen_ = false;
   bool in_entry_ = false;
-  std::optional<Key> key_;  // the entry's key, once read
+  std::optional<Key> key_;               // the entry's key, once read
+  std::set<std::string> entry_configs_;  // the configs of the entry's measurements so far
   bool known_op_ = true;
   sqlite3_stmt* seen_insert_ = nullptr;
   std::optional<ConfigCache::Transaction> tx_;
