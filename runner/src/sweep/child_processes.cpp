@@ -679,7 +679,9 @@ SweepReport ChildProcessExecutor::sweep(const std::vector<const Family*>& untune
   signals.restore();
   if (g_signal) {
     std::cerr << "bench: interrupted during the autotune sweep; "
-              << count_of(report.tuned, "finished key", "finished keys") << " kept\n";
+              << count_of(report.tuned, "finished key", "finished keys") << " kept"
+              << (context.run_dir.empty() ? "" : "; the run directory " + context.run_dir.string() + " stays 'running'")
+              << "\n";
     report.interrupted_by = g_signal;
   }
   return report;

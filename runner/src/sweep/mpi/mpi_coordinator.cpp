@@ -354,7 +354,9 @@ SweepReport MpiExecutor::sweep(const std::vector<const Family*>& untuned, const 
   signals.restore();
   if (const int sig = caught_signal()) {
     std::cerr << "bench: interrupted during the MPI sweep; " << count_of(report.tuned, "finished key", "finished keys")
-              << " kept\n";
+              << " kept"
+              << (context.run_dir.empty() ? "" : "; the run directory " + context.run_dir.string() + " stays 'running'")
+              << "\n";
     report.interrupted_by = sig;
   }
   return report;
