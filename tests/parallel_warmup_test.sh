@@ -346,7 +346,7 @@ for sig in HUP QUIT; do
   sleep 0.5
   ! pgrep -f -- "$work/$sig.json.*--tunebench_shard=" >/dev/null || fail "a shard outlived SIG$sig: $(pgrep -af -- --tunebench_shard=)"
   [ -z "$(ls -A "$work/$sig-tmp")" ] || fail "SIG$sig left the scratch folder: $(ls -R "$work/$sig-tmp")"
-  kept=$(sed -n 's/.*interrupted during the autotune sweep; \([0-9]*\) finished keys\{0,1\} kept/\1/p' "$work/$sig.err")
+  kept=$(sed -n 's/.*interrupted during the autotune sweep; \([0-9]*\) finished keys\{0,1\} kept; the run directory .* stays .running.$/\1/p' "$work/$sig.err")
   [ -n "$kept" ] && [ "$(keys "$sig")" -le "$kept" ] || fail "SIG$sig: finished keys not reported: $(cat "$work/$sig.err")"
   # No lease outlives the run: a later one would find keys held by a process that is gone.
   leases=$(/usr/bin/python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from leases").fetchone()[0])' "$work/$sig.sqlite")
