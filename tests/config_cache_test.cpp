@@ -505,7 +505,11 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_NE(out.find("evicted 1 row\n"), std::string::npos) << out;
   std::ofstream(dir_ / "noschema.json") << R"({"entries": []})";
   EXPECT_EQ(cli("import '" + (dir_ / "noschema.json").string() + "'", &out), 2);
-  EXPECT_NE(out.find("\"tunebench_cache_schema\": expected an integer"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"tunebench_cache_schema\": missing, expected an integer from 1 to "), std::string::npos) << out;
+  std::ofstream(dir_ / "newer.json") << R"({"tunebench_cache_schema": 99, "entries": []})";
+  EXPECT_EQ(cli("import '" + (dir_ / "newer.json").string() + "'", &out), 2);
+  EXPECT_NE(out.find("\"tunebench_cache_schema\": got 99, expected an integer from 1 to "), std::string::npos) << out;
+  EXPECT_NE(out.find("(a newer tunebench wrote this file: import it with that one)"), std::string::npos) << out;
   EXPECT_EQ(cli("export '" + file_.string() + "'", &out), 2);  // would overwrite the cache
   const std::string missing = std::string("'") + TUNEBENCH_CACHE_CLI + "' --cache='" + (dir_ / "none.sqlite").string() +
                               "' list >/dev/null 2>&1";

@@ -329,8 +329,12 @@ class Import {
     if (!entries_seen_) not_an_export();
     if (!schema_.is_number_integer() || schema_.get<std::int64_t>() < 1 ||
         schema_.get<std::int64_t>() > kExportSchema) {
-      throw std::invalid_argument("\"tunebench_cache_schema\": expected an integer from 1 to " +
-                                  std::to_string(kExportSchema) + " (a file written by tunebench-cache export)");
+      const bool newer = schema_.is_number_integer() && schema_.get<std::int64_t>() > kExportSchema;
+      throw std::invalid_argument(
+          "\"tunebench_cache_schema\": " + (schema_.is_null() ? std::string("missing") : "got " + e(schema_.dump())) +
+          ", expected an integer from 1 to " + std::to_string(kExportSchema) +
+          (newer ? " (a newer tunebench wrote this file: import it with that one)"
+                 : " (a file written by tunebench-cache export)"));
     }
   }
 
