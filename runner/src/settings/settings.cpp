@@ -331,15 +331,16 @@ std::vector<SettingSpec> own_rows() {
                     (void)sweep_strategy(v, what);  // the table's names only
                     s.sweep = v;
                   }));
-  t.push_back(row("tuning")
-                  .env("TUNEBENCH_PRUNE_FACTOR")
-                  .help("the race does not run, on a key, the configs that ran more than this factor times the best "
-                        "on the key with half its M, where that key's best run took 200 us or more (status `pruned` "
-                        "in the cache); `0`: off (docs/perf-sweep.md, \"Pruning from the key with half the M\")")
-                  .default_text("`4`")
-                  .parse([](Settings& s, const string& v, const string& what) {
-                    s.prune_factor = parse_prune_factor(v, what);
-                  }));
+  t.push_back(
+      row("tuning")
+          .env("TUNEBENCH_PRUNE_FACTOR")
+          .help("the race does not run, on a key, the configs that ran more than this factor times the best "
+                "on the key with half its M, where that key's best run took 200 us or more (status `pruned` "
+                "in the cache); `0`: off, else a factor from 1.5 to 1000 (docs/perf-sweep.md, \"Pruning from the key "
+                "with half the M\")")
+          .default_text("`4`")
+          .parse(
+              [](Settings& s, const string& v, const string& what) { s.prune_factor = parse_prune_factor(v, what); }));
   t.push_back(row("tuning")
                   .env("TUNEBENCH_ISOLATE_SWEEP")
                   .help("where a sweep runs without the parallel warmup: `auto` in a child process on the measurement "
