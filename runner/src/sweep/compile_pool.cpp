@@ -90,7 +90,7 @@ void CompilePool::add(const std::string& name, const Op& op, const std::vector<C
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;
   const bool idle = done_count_ == items_.size();
-  Key key{name, 0, false};
+  Key key{name, 0};
   const std::size_t k = keys_.size();
   for (const auto& c : configs) {
     const auto [at, added] = index_.try_emplace({&op, c.str()}, items_.size());
@@ -148,7 +148,6 @@ double CompilePool::busy_seconds() const {
 
 // Under mutex_: key k has all of its configs compiled.
 void CompilePool::announce(std::size_t k) {
-  keys_[k].announced = true;
   ++announced_;
   if (on_compiled_) on_compiled_(keys_[k].name);
 }

@@ -127,7 +127,6 @@ class CompilePool {
   struct Key {
     std::string name;
     std::size_t left;  // its configs not compiled yet
-    bool announced;
   };
   using Clock = std::chrono::steady_clock;
   void work();
