@@ -103,6 +103,17 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     add_ws(128, {128}, {128}, {3}, {1, 2, 4}, {4, 8}, w_smem);
     add_ws(128, {128}, {64}, {4, 8}, {1, 2, 4}, {4}, w_smem);
     add_ws(256, {128}, {64}, {4, 5}, {1, 2}, {4}, w_smem);
+    // The copies by the Tensor Memory Accelerator (TMA 1, the dense op only): the four-producer
+    // lists with W in registers again, one warp issuing a tile's few bulk copies.
+    const std::vector<ConfigAxis> tma{{"TMA", {1}}};
+    add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
+    add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma);
+    add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, tma);
+    add_ws(256, {128}, {64}, {4}, {1}, {4}, tma);
+    add_ws(256, {128}, {128}, {3}, {1}, {4}, tma);
+    add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma);
+    add_ws(128, {256}, {128}, {4}, {1, 2, 4, 8}, {4}, tma);
+    add_ws(128, {256}, {64}, {6}, {1, 2}, {4}, tma);
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
@@ -367,9 +378,20 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // EP's w13 and w2 there against the tile, decode and dequantize configs, with split-K for
   // 132 SMs, on an H200 (2026-12-02, docs/perf-mxfp4.md): one copying warpgroup (PRODUCERS 4)
   // and 128 or 256 W rows a block.
-  for (const std::int64_t block_m : {64, 128}) {
-    add_ws(block_m, {128, 256}, {128}, {4}, {4}, {4});
-    add_ws(block_m, {256}, {128}, {4}, {8}, {4});
+  // The dense op copies through the Tensor Memory Accelerator instead (TMA 1), 0.78-0.96x the
+  // time of the same configs' cp.async copies (median per shape, EP M = 32..2048, H200,
+  // 2026-12-03): the configs that won EP and TP4 from M = 32 to 1024 there.
+  if (routed()) {
+    for (const std::int64_t block_m : {64, 128}) {
+      add_ws(block_m, {128, 256}, {128}, {4}, {4}, {4});
+      add_ws(block_m, {256}, {128}, {4}, {8}, {4});
+    }
+  } else {
+    const std::vector<ConfigAxis> tma{{"TMA", {1}}};
+    add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
+    add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma);
+    add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, tma);
+    add_ws(256, {128}, {128}, {3}, {1}, {4}, tma);
   }
   add_decode();
   add_dequant();

@@ -82,8 +82,16 @@ bool is_wgmma_config(const Config& config);
 /// others dequantize W into BF16 tiles in shared memory) feed consumers that run wgmma with both
 /// operands there. With CLUSTER_REDUCE=1 the SPLIT_K blocks of a tile (2..8) run as one cluster
 /// and sum their partial tiles through distributed shared memory (no workspace, no
-/// mxfp4_splitk_finish).
+/// mxfp4_splitk_finish). With TMA=1 (the dense op only) one producer warp copies each tile
+/// with the Tensor Memory Accelerator: the activations through a 2-D tensor map, W's codes and
+/// scales as bulk copies.
 bool is_wgmma_ws_config(const Config& config);
+
+/// Whether `config` is a warp-specialized wgmma config with TMA=1: its kernel takes the
+/// activations' tensor map (CUDA Driver API, cuTensorMapEncodeTiled) as a twelfth parameter,
+/// and it exists for the dense op only (the grouped op's gathered rows have no tensor map), so
+/// it is never compiled with MOE=1. Throws nothing.
+bool uses_tma(const Config& config);
 
 /// Dynamic shared memory of a warp-specialized wgmma config, in bytes: the larger of the
 /// pipeline, STAGES x (BLOCK_M x BLOCK_K x 2 + BLOCK_N / 16 x BLOCK_K / 32 x 272), + 2 x
@@ -216,11 +224,14 @@ class Mxfp4GpuOp : public Op {
   /// both ops' expanded space 59 configs with W dequantized in registers (BLOCK_M 32..256 with
   /// MMA_N = BLOCK_M, BLOCK_N 64..256, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
   /// warps; 12 of them with CLUSTER_REDUCE 1) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight
-  /// producer warps); in both ops' default space the six that won the middle band on an H200 (docs/perf-mxfp4.md:
-  /// BLOCK_M 64 or 128, BLOCK_N 128 or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4 or 8, PRODUCERS 4). The dense op then adds
-  /// the dequantize-then-cuBLASLt family, DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing
-  /// cuBLASLt's heuristic candidates as in bf16_gemm. Built once per op and kind (the same list on every call): each
-  /// list of the code goes through its family's axes (KernelFamily::space).
+  /// producer warps), then 17 whose copies go through the Tensor Memory Accelerator (TMA 1), which the grouped
+  /// op's can_implement refuses; in the grouped op's
+  /// default space the six that won the middle band on an H200 (docs/perf-mxfp4.md: BLOCK_M 64 or 128, BLOCK_N 128
+  /// or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4 or 8, PRODUCERS 4), in the dense op's seven TMA configs that won M = 32
+  /// to 1024 (BLOCK_N 128, PRODUCERS 4: BLOCK_M 32, 64, 128 with SPLIT_K 1..4, BLOCK_M 256 with SPLIT_K 1). The dense
+  /// op then adds the dequantize-then-cuBLASLt family, DEQUANT_BF16=1 with ALGO 0..3 (default) or 0..7 (expanded), ALGO
+  /// indexing cuBLASLt's heuristic candidates as in bf16_gemm. Built once per op and kind (the same list on every
+  /// call): each list of the code goes through its family's axes (KernelFamily::space).
   std::vector<Config> config_space(SpaceKind kind) const override;
   /// Tile configs: N % BLOCK_N == 0, BLOCK_N % (16 * WARPS / WARPS_K) == 0, BLOCK_K % (32 *
   /// WARPS_K) == 0, K % (BLOCK_K * SPLIT_K) == 0, at most 128 fp32 accumulators per thread,
@@ -247,7 +258,8 @@ class Mxfp4GpuOp : public Op {
   /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
   /// <= 16, PRODUCERS 1 or 4 (or absent) with W_SMEM 0 (or absent), 4 or 8 with W_SMEM 1, the
   /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x 128 +
-  /// PRODUCERS x 32 threads), CLUSTER_REDUCE 0 (or absent), or 1 with 2 <= SPLIT_K <= 8,
+  /// PRODUCERS x 32 threads), CLUSTER_REDUCE 0 (or absent), or 1 with 2 <= SPLIT_K <= 8, TMA 0 (or absent), or 1
+  /// for the dense op with W_SMEM 0 and CLUSTER_REDUCE 0,
   /// N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
   /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,

@@ -313,27 +313,51 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_TRUE(moe.can_implement(cluster(2), mid, dev));
   EXPECT_FALSE(dense.can_implement(cluster(1), mid, dev));   // nothing to reduce
   EXPECT_FALSE(dense.can_implement(cluster(16), mid, dev));  // beyond a portable cluster
+  // TMA 1: the dense op's activations through a tensor map (in row order), so not the grouped
+  // op's gathered rows, and with W in registers and no cluster; the same shared memory.
+  const auto tma = [&](tunebench::Config base) {
+    auto p = base.params();
+    p.emplace_back("TMA", 1);
+    return tunebench::Config(p);
+  };
+  auto four_producers = c.params();
+  four_producers.emplace_back("PRODUCERS", 4);
+  const tunebench::Config rs4(four_producers);
+  EXPECT_TRUE(tunebench::bench::uses_tma(tma(rs4)));
+  EXPECT_FALSE(tunebench::bench::uses_tma(rs4));
+  EXPECT_TRUE(dense.can_implement(tma(rs4), mid, dev));
+  EXPECT_FALSE(moe.can_implement(tma(rs4), mid, dev));
+  EXPECT_FALSE(dense.can_implement(tma(smem(128, 128, 3, 4)), mid, dev));
+  EXPECT_FALSE(dense.can_implement(tma(cluster(8)), mid, dev));
+  EXPECT_EQ(wgmma_ws_smem_bytes(tma(rs4)), wgmma_ws_smem_bytes(rs4));
   EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
             3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 24);
   // Every expanded config of the family runs M = 32..2048 on some geometry of the EP and TP4
-  // sets, and each op's default space holds the six middle-band winners (H200, 2026-12-02).
-  int expanded = 0, grouped_default = 0, dense_default = 0;
+  // sets; the grouped op's default space holds the six middle-band winners (H200, 2026-12-02), the
+  // dense op's their TMA successors and no other config of the family.
+  int expanded = 0, tma_expanded = 0, grouped_default = 0, dense_default = 0;
   for (const auto& config : dense.config_space(tunebench::SpaceKind::kExpanded)) {
     if (!is_wgmma_ws_config(config)) continue;
     ++expanded;
+    tma_expanded += tunebench::bench::uses_tma(config);
     tunebench::Shape s = mid;
     s.k = 2048;
     s.m = config.get("BLOCK_M");
     EXPECT_TRUE(dense.can_implement(config, s, dev)) << config.str();
-    EXPECT_TRUE(moe.can_implement(config, s, dev)) << config.str();
+    EXPECT_EQ(moe.can_implement(config, s, dev), !tunebench::bench::uses_tma(config)) << config.str();
   }
   for (const auto& config : moe.config_space(tunebench::SpaceKind::kDefault))
     grouped_default += is_wgmma_ws_config(config);
-  for (const auto& config : dense.config_space(tunebench::SpaceKind::kDefault))
+  int dense_tma = 0;
+  for (const auto& config : dense.config_space(tunebench::SpaceKind::kDefault)) {
     dense_default += is_wgmma_ws_config(config);
+    dense_tma += tunebench::bench::uses_tma(config);
+  }
   EXPECT_GE(expanded, 30);
+  EXPECT_GE(tma_expanded, 10);
   EXPECT_EQ(grouped_default, 6);
-  EXPECT_EQ(dense_default, 6);
+  EXPECT_EQ(dense_default, 7);  // the TMA configs that won M = 32..1024 (H200, 2026-12-03)
+  EXPECT_EQ(dense_tma, dense_default);
 }
 
 // The expanded space holds every default config under the same name (an exhaustive search can

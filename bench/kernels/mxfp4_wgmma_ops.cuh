@@ -137,6 +137,39 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, u32 parity) {
       : "memory");
 }
 
+// An arrival on `bar` that also raises the phase's expected transaction bytes by `bytes`: the
+// phase then completes once those bytes of bulk copies have landed too (PTX ISA,
+// "mbarrier.arrive", .expect_tx).
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+// A CUtensorMap as a kernel parameter (128 bytes, 64-byte aligned; CUDA Driver API,
+// "cuTensorMapEncodeTiled"): opaque to the kernel, which passes its address to the TMA.
+struct __align__(64) TmaMap {
+  unsigned long long opaque[16];
+};
+
+// The box of `map` at element coordinates (x innermost, y) into shared memory at `dst`, its
+// bytes counted on `bar` (TMA, PTX ISA "cp.async.bulk.tensor"); rows or columns past the
+// tensor's extent are zero-filled and counted too.
+__device__ __forceinline__ void tma_load_2d(void* dst, const TmaMap* map, int x, int y, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into shared
+// memory as one bulk copy, counted on `bar` (PTX ISA, "cp.async.bulk").
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
 // The copies a thread wrote through the generic proxy (cp.async), made visible to the async
 // proxy, which wgmma reads shared memory through.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

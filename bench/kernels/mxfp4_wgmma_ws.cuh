@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
 // mxfp4_splitk_finish when SPLIT_K > 1 (unless CLUSTER_REDUCE). Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE)
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE) || !defined(TMA)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -39,6 +39,13 @@
 //   (in block order: the same sum on every run) and writes them as BF16; no atomics, no
 //   workspace, no finishing kernel. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
+// - TMA 1 (the dense op, W in registers, no cluster) has one producer warp copy each tile with
+//   the Tensor Memory Accelerator instead of 16-byte cp.asyncs: the activation tile as
+//   BLOCK_K / 64 boxes of a 2-D tensor map (`a_map`, 64 columns x BLOCK_M rows, swizzled by the
+//   TMA into the sw128 layout; rows past M zero-filled), and each 16-row group's W codes and
+//   scales as two 1-D bulk copies (contiguous in pack_for_gpu's layout), all counted in bytes on
+//   the stage's `full` barrier, which lane 0's arrival arms with the tile's byte count. No
+//   thread computes an address per 16 bytes, so the copy issue no longer grows with the tile.
 // - W_SMEM 1 moves the dequantization off the consumers: the producer warps (one or two whole
 //   warpgroups) also dequantize each tile's W codes, once their copies have landed, into one of
 //   two BF16 W tiles in the activations' layout, and arrive on `full` only then. The consumers
@@ -50,7 +57,7 @@
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
 // buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
 // SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4;
-// 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), FOLDSCALE, MOE.
+// 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), CLUSTER_REDUCE (0 or 1), TMA (0 or 1), FOLDSCALE, MOE.
 #define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
 #define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WS_CONSUMER_THREADS (CONSUMERS * 128)
@@ -90,12 +97,24 @@
 // Two consumer warpgroups and one copying warpgroup: the copies need few registers, so they
 // hand theirs to the consumers (setmaxnreg: 72 and 216 a thread, 64512 of the SM's 65536),
 // whose accumulators and W fragments otherwise press against the 168 of a 12-warp block and
-// make ptxas serialize the MMAs (a wait for every wgmma, H200 profile 2026-12-02).
+// make ptxas serialize the MMAs (a wait for every wgmma, H200 profile 2026-12-02). With TMA the
+// one issuing warp needs fewer still: 40 and 232.
 #define WS_SETMAXNREG (!W_SMEM && PRODUCERS == 4 && CONSUMERS == 2)
+#if TMA
+#define WS_PRODUCER_REGS 40
+#define WS_CONSUMER_REGS 232
+#else
+#define WS_PRODUCER_REGS 72
+#define WS_CONSUMER_REGS 216
+#endif
+
 #define WS_BARRIERS ((W_SMEM ? 3 : 2) * STAGES)  // full, empty (and copied) a stage
 
 #if CLUSTER_REDUCE && (SPLIT_K < 2 || SPLIT_K > 8)
 #error "mxfp4_wgmma_ws: CLUSTER_REDUCE 1 reduces 2..8 split blocks (a portable cluster)"
+#endif
+#if TMA && (MOE || W_SMEM || CLUSTER_REDUCE)
+#error "mxfp4_wgmma_ws: TMA 1 copies a dense op's activations by tensor map, with W in registers and no cluster"
 #endif
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
@@ -205,7 +224,12 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     mxfp4_wgmma_ws(const u16* __restrict__ A, const u8* __restrict__ Wq, const u8* __restrict__ Ws,
                    u16* __restrict__ Y, float* __restrict__ Yacc, int rows, int N, int K,
                    const int4* __restrict__ tiles, const int* __restrict__ a_rows,
-                   const int* __restrict__ out_rows) {
+                   const int* __restrict__ out_rows
+#if TMA
+                   ,
+                   const __grid_constant__ TmaMap a_map
+#endif
+                   ) {
   extern __shared__ __align__(128) u8 smem[];
   u8* const pipe = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -225,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], W_SMEM ? WS_DEQUANT_THREADS : WS_COPY_THREADS);
+      mbar_init(&full[s], TMA ? 1 : W_SMEM ? WS_DEQUANT_THREADS : WS_COPY_THREADS);
       mbar_init(&empty[s], WS_CONSUMER_THREADS);  // every consumer thread
       if (W_SMEM) mbar_init(&copied[s], WS_COPY_THREADS);
     }
@@ -237,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     // The producer warps: the copy warps, then (W_SMEM) the dequantizing warps.
     const int pwarp = warp - CONSUMERS * 4;
 #if WS_SETMAXNREG
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WS_PRODUCER_REGS));
 #endif
 #if W_SMEM
     if (pwarp >= WS_COPIERS) {
@@ -261,6 +285,26 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     const int ctid = pwarp * 32 + lane;
     const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
     const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
+#if TMA
+    if (pwarp != 0) return;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % STAGES;
+      if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
+      // Armed before any copy of the tile is issued, so no landing can complete the phase early.
+      if (lane == 0) mbar_arrive_expect_tx(&landed[s], WS_A_STAGE + WS_W_STAGE);
+      __syncwarp();
+      const int k0 = k_begin + kt * BLOCK_K;
+      u8* const a_s = pipe + s * WS_A_STAGE;
+      if (lane < BLOCK_K / 64) tma_load_2d(a_s + lane * (BLOCK_M * 128), &a_map, k0 + lane * 64, row0, &landed[s]);
+      u8* const wq_s = pipe + WS_W_RING + s * WS_W_STAGE;
+      for (int t = lane; t < BLOCK_N / 16; t += 32) {
+        const long long atom0 = (long long)(n0 / 16 + t) * atoms_per_row + k0 / 32;
+        bulk_load(wq_s + t * KA * 256, wq_g + atom0 * 256, KA * 256, &landed[s]);
+        bulk_load(wq_s + WQ_STAGE + t * KA * 16, ws_g + atom0 * 16, KA * 16, &landed[s]);
+      }
+    }
+    return;
+#endif
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % STAGES;
       if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
@@ -294,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 
   // The consumer warpgroups.
 #if WS_SETMAXNREG
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WS_CONSUMER_REGS));
 #endif
   const int wg = warp >> 2, wq = warp & 3;
   float acc[WS_MW][WS_NP][MMA_N / 2];
