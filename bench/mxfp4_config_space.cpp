@@ -114,6 +114,25 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma);
     add_ws(128, {256}, {128}, {4}, {1, 2, 4, 8}, {4}, tma);
     add_ws(128, {256}, {64}, {6}, {1, 2}, {4}, tma);
+    // 256 activation rows as two pieces of MMA_N 128 (two 64-register accumulators, as the
+    // 128 x 256 tiles have): with one m64n256k16 on 128 accumulator registers ptxas waited for
+    // each wgmma before the next (H200 profile, 2026-12-03).
+    // Likewise 128 rows as two pieces of 64.
+    const auto pieces = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
+                            std::vector<std::int64_t> split_k) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128}},
+                     {"BLOCK_K", {block_k}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {stages}},
+                     {"SPLIT_K", std::move(split_k)},
+                     {"MMA_N", {block_m / 2}},
+                     {"PRODUCERS", {4}},
+                     {"TMA", {1}}});
+    };
+    pieces(256, 128, 3, {1});
+    pieces(256, 64, 4, {1});
+    pieces(128, 128, 4, {1, 2, 4});
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of
@@ -380,7 +399,7 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // and 128 or 256 W rows a block.
   // The dense op copies through the Tensor Memory Accelerator instead (TMA 1), 0.78-0.96x the
   // time of the same configs' cp.async copies (median per shape, EP M = 32..2048, H200,
-  // 2026-12-03): the configs that won EP and TP4 from M = 32 to 1024 there.
+  // 2026-12-03): the configs that won EP and TP4 from M = 32 to 4096 there.
   if (routed()) {
     for (const std::int64_t block_m : {64, 128}) {
       add_ws(block_m, {128, 256}, {128}, {4}, {4}, {4});
@@ -390,8 +409,22 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     const std::vector<ConfigAxis> tma{{"TMA", {1}}};
     add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
     add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma);
-    add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, tma);
-    add_ws(256, {128}, {128}, {3}, {1}, {4}, tma);
+    add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, tma);
+    // Two pieces of activation rows a wgmma (MMA_N = BLOCK_M / 2): 1.05-1.26x faster than one
+    // at M = 512..4096, where MMA_N 256 had ptxas wait for every wgmma (H200, 2026-12-03).
+    const auto pieces = [&](std::int64_t block_m, std::int64_t stages) {
+      add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                     {"BLOCK_N", {128}},
+                     {"BLOCK_K", {128}},
+                     {"CONSUMERS", {2}},
+                     {"STAGES", {stages}},
+                     {"SPLIT_K", {1}},
+                     {"MMA_N", {block_m / 2}},
+                     {"PRODUCERS", {4}},
+                     {"TMA", {1}}});
+    };
+    pieces(128, 4);
+    pieces(256, 3);
   }
   add_decode();
   add_dequant();

@@ -212,6 +212,9 @@ std::vector<ContextEntry> loop_tuning_context(const LoopTuning& t) {
 }
 
 std::string loop_tuning_summary(const LoopTuning& t, const std::string& strategy) {
+  // Every selected key's config was chosen before (the cache): a line of zeros would read as a failure.
+  if (t.runs == 0)
+    return "bench: sweep (" + strategy + ", in the timing loop): nothing timed, every key's config was chosen before\n";
   char line[256];
   std::snprintf(line, sizeof line,
                 "bench: sweep (%s, in the timing loop): %.1f s kernel time in %.1f s (%.0f%% busy), %lld timed runs\n",
