@@ -24,6 +24,11 @@ for run in a b; do
     --benchmark_repetitions=9 --benchmark_out="$work/$run.json" --benchmark_out_format=json \
     >"$work/$run.console" 2>"$work/$run.err" || fail "bench run $run exited $?: $(cat "$work/$run.err")"
 done
+# The second run finds every config in the cache: its in-loop sweep line says so instead of zeros.
+grep -q 'in the timing loop): [0-9.]* s kernel time in .*, [1-9][0-9]* timed runs$' "$work/a.err" \
+  || fail "run a's in-loop sweep line: $(grep 'sweep' "$work/a.err")"
+grep -qx "bench: sweep (race, in the timing loop): nothing timed, every key's config was chosen before" "$work/b.err" \
+  || fail "run b's in-loop sweep line: $(grep 'sweep' "$work/b.err")"
 /usr/bin/python3 - "$work/a.json" "$here/../CMakeLists.txt" <<'PY' || fail "JSON content"
 import json, math, re, sys
 d = json.load(open(sys.argv[1]))
