@@ -103,36 +103,40 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     add_ws(128, {128}, {128}, {3}, {1, 2, 4}, {4, 8}, w_smem);
     add_ws(128, {128}, {64}, {4, 8}, {1, 2, 4}, {4}, w_smem);
     add_ws(256, {128}, {64}, {4, 5}, {1, 2}, {4}, w_smem);
-    // The copies by the Tensor Memory Accelerator (TMA 1, the dense op only): the four-producer
-    // lists with W in registers again, one warp issuing a tile's few bulk copies.
-    const std::vector<ConfigAxis> tma{{"TMA", {1}}};
-    add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
-    add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma);
-    add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, tma);
-    add_ws(256, {128}, {64}, {4}, {1}, {4}, tma);
-    add_ws(256, {128}, {128}, {3}, {1}, {4}, tma);
-    add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma);
-    add_ws(128, {256}, {128}, {4}, {1, 2, 4, 8}, {4}, tma);
-    add_ws(128, {256}, {64}, {6}, {1, 2}, {4}, tma);
-    // 256 activation rows as two pieces of MMA_N 128 (two 64-register accumulators, as the
-    // 128 x 256 tiles have): with one m64n256k16 on 128 accumulator registers ptxas waited for
-    // each wgmma before the next (H200 profile, 2026-12-03).
-    // Likewise 128 rows as two pieces of 64.
-    const auto pieces = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
-                            std::vector<std::int64_t> split_k) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {128}},
-                     {"BLOCK_K", {block_k}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", {stages}},
-                     {"SPLIT_K", std::move(split_k)},
-                     {"MMA_N", {block_m / 2}},
-                     {"PRODUCERS", {4}},
-                     {"TMA", {1}}});
-    };
-    pieces(256, 128, 3, {1});
-    pieces(256, 64, 4, {1});
-    pieces(128, 128, 4, {1, 2, 4});
+    // The copies by the Tensor Memory Accelerator (TMA 1): the dense op's only, since the grouped
+    // op's gathered activation rows have no tensor map.
+    if (!routed()) {
+      // The four-producer lists with W in registers again, one warp issuing a tile's few bulk
+      // copies.
+      const std::vector<ConfigAxis> tma{{"TMA", {1}}};
+      add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
+      add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma);
+      add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, tma);
+      add_ws(256, {128}, {64}, {4}, {1}, {4}, tma);
+      add_ws(256, {128}, {128}, {3}, {1}, {4}, tma);
+      add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma);
+      add_ws(128, {256}, {128}, {4}, {1, 2, 4, 8}, {4}, tma);
+      add_ws(128, {256}, {64}, {6}, {1, 2}, {4}, tma);
+      // 256 activation rows as two pieces of MMA_N 128 (two 64-register accumulators, as the
+      // 128 x 256 tiles have): with one m64n256k16 on 128 accumulator registers ptxas waited for
+      // each wgmma before the next (H200 profile, 2026-12-03).
+      // Likewise 128 rows as two pieces of 64.
+      const auto pieces = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
+                              std::vector<std::int64_t> split_k) {
+        add(wgmma_ws, {{"BLOCK_M", {block_m}},
+                       {"BLOCK_N", {128}},
+                       {"BLOCK_K", {block_k}},
+                       {"CONSUMERS", {2}},
+                       {"STAGES", {stages}},
+                       {"SPLIT_K", std::move(split_k)},
+                       {"MMA_N", {block_m / 2}},
+                       {"PRODUCERS", {4}},
+                       {"TMA", {1}}});
+      };
+      pieces(256, 128, 3, {1});
+      pieces(256, 64, 4, {1});
+      pieces(128, 128, 4, {1, 2, 4});
+    }
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
   // the region where the winners of the decode sets sat on an H200 (2026-11-30, 45 configs of

@@ -348,6 +348,10 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   }
   for (const auto& config : moe.config_space(tunebench::SpaceKind::kDefault))
     grouped_default += is_wgmma_ws_config(config);
+  // The grouped op's spaces hold no TMA config (it has no variant to compile or run).
+  for (const auto kind : {tunebench::SpaceKind::kDefault, tunebench::SpaceKind::kExpanded}) {
+    for (const auto& config : moe.config_space(kind)) EXPECT_FALSE(tunebench::bench::uses_tma(config)) << config.str();
+  }
   int dense_tma = 0;
   for (const auto& config : dense.config_space(tunebench::SpaceKind::kDefault)) {
     dense_default += is_wgmma_ws_config(config);
