@@ -435,8 +435,18 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_EQ(cli("export '" + (dir_ / "export.json").string() + "'"), 0);
   EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c2, &out), 0);
   EXPECT_NE(out.find("evicted 2 rows"), std::string::npos) << out;
-  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c2), 1);  // nothing left to evict
-  EXPECT_EQ(cli("show nope nope"), 1);
+  // Nothing matched: the line says which part of the input matched nothing.
+  EXPECT_EQ(cli("evict mxfp4_gemm M=8,N=4096,K=4096 " + c2, &out), 1);
+  EXPECT_NE(
+      out.find("evict: nothing evicted: key 'M=8,N=4096,K=4096' of op 'mxfp4_gemm' has no row of config '" + c2 + "'"),
+      std::string::npos)
+      << out;
+  EXPECT_EQ(cli("evict mxfp4_gemm M=9,N=4096,K=4096", &out), 1);
+  EXPECT_NE(out.find("op 'mxfp4_gemm' has no key 'M=9,N=4096,K=4096' (it has 2 keys;"), std::string::npos) << out;
+  EXPECT_EQ(cli("show nope nope", &out), 1);
+  EXPECT_NE(out.find("show: nothing to show: the cache holds no key of op 'nope' (its ops: mxfp4_gemm)"),
+            std::string::npos)
+      << out;
   EXPECT_EQ(cli("frobnicate", &out), 2);
   EXPECT_NE(out.find("'frobnicate': unknown command"), std::string::npos) << out;
   EXPECT_EQ(cli("show mxfp4_gemm", &out), 2);

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,32 @@ std::vector<Key> matching(ConfigCache& cache, const std::string& op, const std::
     if (k.op == op && k.tuning_key == tuning_key) out.push_back(k);
   });
   return out;
+}
+
+// Why OP TUNING_KEY (and CONFIG, when given) matched nothing, in one line's tail: an op the
+// cache holds no key of (and the ops it does hold), a key the op has no entry for, or a config
+// the key has no row of. The input is named as given (escaped), so a typo shows.
+std::string why_nothing_matched(ConfigCache& cache, const std::string& op, const std::string& tuning_key,
+                                const std::string* config) {
+  std::set<std::string> ops;
+  long long op_keys = 0;
+  cache.for_each_key([&](const Key& k) {
+    ops.insert(k.op);
+    op_keys += k.op == op;
+  });
+  if (op_keys == 0) {
+    std::string held;
+    for (const auto& o : ops) held += (held.empty() ? "" : ", ") + escape_controls(o);
+    return "the cache holds no key of op '" + escape_controls(op) + "'" +
+           (held.empty() ? std::string(" (it is empty)") : " (its ops: " + held + ")");
+  }
+  if (matching(cache, op, tuning_key).empty()) {
+    return "op '" + escape_controls(op) + "' has no key '" + escape_controls(tuning_key) + "' (it has " +
+           count_of(op_keys, "key", "keys") + "; tunebench-cache list names them)";
+  }
+  return "key '" + escape_controls(tuning_key) + "' of op '" + escape_controls(op) + "' has no row of config '" +
+         escape_controls(config ? *config : std::string()) + "' (tunebench-cache show " + escape_controls(op) + " " +
+         escape_controls(tuning_key) + " lists its rows)";
 }
 
 // The device of a key: name and compute capability; a host key has no compute capability.
@@ -153,7 +180,8 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
       });
     }
     if (keys.empty())
-      std::cerr << "tunebench-cache: no entry for op '" << e(args[1]) << "' key '" << e(args[2]) << "'\n";
+      std::cerr << "tunebench-cache: show: nothing to show: " << why_nothing_matched(cache, args[1], args[2], nullptr)
+                << "\n";
     return keys.empty() ? 1 : 0;
   }
   if (cmd == "evict") {
@@ -162,8 +190,8 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
       deleted += args.size() == 4 ? cache.erase(k, args[3]) : cache.erase(k);
     }
     if (deleted == 0) {
-      std::cerr << "tunebench-cache: nothing to evict for op '" << e(args[1]) << "' key '" << e(args[2]) << "'"
-                << (args.size() == 4 ? " config '" + e(args[3]) + "'" : std::string()) << "\n";
+      std::cerr << "tunebench-cache: evict: nothing evicted: "
+                << why_nothing_matched(cache, args[1], args[2], args.size() == 4 ? &args[3] : nullptr) << "\n";
       return 1;
     }
     std::cout << "evicted " << count_of(deleted, "row", "rows") << "\n";
