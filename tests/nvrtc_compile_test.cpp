@@ -286,6 +286,30 @@ TEST(NvrtcCompile, TheWarpSpecializedWgmmaConfigsCompileForSm90a) {
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
 }
 
+// ptxas may wait for each wgmma before issuing the next (its -v log then says "wgmma.mma_async
+// instructions are serialized", C7514/C7515): a 256 x 128 tile with one m64n256k16 a k16 step ran
+// 1.19-1.26x slower for it than with two m64n128k16 (H200, 2026-12-03). No default config of the
+// two wgmma families may compile that way.
+TEST(NvrtcCompile, NoDefaultWgmmaConfigHasItsMmasSerialized) {
+  const KernelCompiler compiler(fs::path{});  // ptxas's -v log comes only from a compile
+  const tunebench::bench::Mxfp4GemmOp dense(false);
+  const tunebench::bench::Mxfp4MoeOp moe(false);
+  int checked = 0;
+  for (const auto* op : {static_cast<const tunebench::bench::Mxfp4GpuOp*>(&dense),
+                         static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
+    for (const auto& c : op->config_space(tunebench::SpaceKind::kDefault)) {
+      if (!tunebench::bench::is_wgmma_config(c) && !tunebench::bench::is_wgmma_ws_config(c)) continue;
+      auto build = tunebench::bench::mxfp4_jit_build(c, op == &moe, false, "sm_90");
+      build.request.options.push_back("-Xptxas=-v");
+      const auto r = compiler.compile(build.request);
+      ASSERT_TRUE(r.ok) << op->name() << " " << c.str() << ": " << r.log;
+      EXPECT_EQ(r.log.find("are serialized"), std::string::npos) << op->name() << " " << c.str() << ":\n" << r.log;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 16);
+}
+
 // Opt-in (CTest label "expanded"): every config of the expanded space that some shipped shape
 // can use on an sm_90 device, in all four variants (about 2400 compilations).
 TEST(NvrtcCompileExpanded, EveryExpandedConfigCompilesForSm90) {

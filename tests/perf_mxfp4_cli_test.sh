@@ -42,6 +42,13 @@ regs=$(echo "$line" | awk '{print $4}')
 line=$("$perf" --resources --op=mxfp4_moe --config=WGMMA=1,BLOCK_N=256,MMA_OVERLAP=1 | grep ' mxfp4_wgmma ' | head -1)
 [ -n "$line" ] || fail "perf_mxfp4 --resources printed no mxfp4_wgmma line"
 [ "$(echo "$line" | awk '{print $9}')" -gt 100000 ] || fail "perf_mxfp4 --resources: no dynamic shared memory in: $line"
+# "serialized": ptxas waits for each wgmma of a 256 x 128 tile with one m64n256k16 a k16 step,
+# not with two m64n128k16.
+res=$("$perf" --resources --expanded --op=mxfp4_gemm --config=WGMMA_WS=1,BLOCK_M=256,BLOCK_K=128,TMA=1)
+one=$(printf '%s\n' "$res" | grep ' mxfp4_wgmma_ws .*MMA_N=256,' | head -1)
+two=$(printf '%s\n' "$res" | grep ' mxfp4_wgmma_ws .*MMA_N=128,' | head -1)
+[ "$(echo "$one" | awk '{print $12}')" = wgmma ] || fail "perf_mxfp4 --resources: MMA_N 256 not shown serialized: $one"
+[ "$(echo "$two" | awk '{print $12}')" = - ] || fail "perf_mxfp4 --resources: MMA_N 128 shown serialized: $two"
 # --help: the usage on stdout, exit 0, before any GPU is looked for.
 help=$("$perf" --help) || fail "perf_mxfp4 --help exited $?"
 case "$help" in "usage: perf_mxfp4 "*"--op"*) ;; *) fail "perf_mxfp4 --help printed: $help" ;; esac

@@ -168,8 +168,9 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
   const KernelCompiler compiler(std::filesystem::path{});  // -v's log comes only from a compile
   const bench::Mxfp4GemmOp gemm(fold);
   const bench::Mxfp4MoeOp moe(fold);
-  std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %8s %7s %13s  %s\n", "op", "fold", "kernel", "regs",
-              "spill stores", "spill loads", "stack", "smem", "dyn smem", "threads", "blocks/SM reg", "config");
+  std::printf("%-10s %-5s %-20s %5s %12s %11s %6s %6s %8s %7s %13s %10s  %s\n", "op", "fold", "kernel", "regs",
+              "spill stores", "spill loads", "stack", "smem", "dyn smem", "threads", "blocks/SM reg", "serialized",
+              "config");
   int failed = 0;
   for (const bench::Mxfp4GpuOp* op :
        {static_cast<const bench::Mxfp4GpuOp*>(&gemm), static_cast<const bench::Mxfp4GpuOp*>(&moe)}) {
@@ -185,6 +186,9 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
         ++failed;
         continue;
       }
+      // ptxas waits for each wgmma before the next when it says so (C7512/C7514/C7515: "wgmma.mma_async
+      // instructions are serialized"); only the GEMM kernel has wgmma.
+      const bool serialized = r.log.find("are serialized") != std::string::npos;
       for (const auto& k : parse_ptxas_info(r.log)) {
         const int threads =
             k.kernel == "mxfp4_splitk_finish" ? bench::kMxfp4GridStrideThreads : bench::mxfp4_block_threads(c);
@@ -192,10 +196,12 @@ int print_resources(const Selection& sel, SpaceKind space, bool fold) {
         for (const auto& jk : build.kernels) {
           if (jk.name == k.kernel) dynamic_smem = jk.dynamic_smem_bytes;
         }
-        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %8d %7d %13d  %s\n", op->name().c_str(),
+        const bool gemm_kernel = k.kernel != "mxfp4_splitk_finish";
+        std::printf("%-10s %-5d %-20s %5d %12lld %11lld %6lld %6lld %8d %7d %13d %10s  %s\n", op->name().c_str(),
                     fold ? 1 : 0, k.kernel.c_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes,
                     k.stack_frame_bytes, k.static_smem_bytes, dynamic_smem, threads,
-                    k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0, c.str().c_str());
+                    k.registers > 0 ? blocks_per_sm_by_registers(k.registers, threads) : 0,
+                    gemm_kernel && serialized ? "wgmma" : "-", c.str().c_str());
       }
     }
   }
