@@ -164,7 +164,7 @@ grep -q 'WARNING: 1 key got different winners on two shards' "$work/disagree.err
 # The doubled keys' finalists (both shards') were re-timed by bench itself: the stored best obeys
 # the tie rule among them (the earliest in the op's config order within 1% of the fastest), and
 # no config the cache measured for the key is faster than it by more than the 1% band.
-grep -Eq 'parallel warmup: [1-9][0-9]* keys? re-timed on the measurement GPU \(finalists interleaved\), [0-9]+ winners? changed' \
+grep -Eq 'parallel warmup: [1-9][0-9]* keys? re-timed by bench itself \(finalists interleaved, 0 on the measurement GPU\), [0-9]+ winners? changed' \
   "$work/disagree.err" || fail "no re-timing line: $(cat "$work/disagree.err")"
 TUNEBENCH_CACHE="$work/disagree.sqlite" "$cache_cli" export "$work/disagree-export.json"
 /usr/bin/python3 - "$(context disagree tunebench_run_dir)/sweep.jsonl" "$work/disagree-export.json" <<'PY' || fail "tie rule or tie band broken"

@@ -577,6 +577,7 @@ void decide_on_measurement_gpu(const ShardPlan& plan, const SweepKeys& k, const 
     }
     if (contenders.size() < 2 || (workers < 2 && !elsewhere)) continue;
     ++report.retimed;
+    report.retimed_on_gpu += f->op->needs_gpu() ? 1 : 0;
     try {
       const Config winner = retime_finalists(*f, contenders, context, choices, report, log);
       const auto w = winners.find(cache_key(*f->op, f->shape, context));

@@ -38,8 +38,9 @@ struct SweepReport {
   double worker_s = 0;    ///< wall seconds the workers ran (summed over workers) and re-timing took
   /// kernel_s / worker_s: how busy the sweep kept its GPUs (0 when nothing ran).
   double busy() const { return worker_s > 0 ? kernel_s / worker_s : 0; }
-  int retimed = 0;  ///< keys whose finalists were re-timed on the measurement GPU
-  int changed = 0;  ///< of which the measurement GPU's winner differs from a worker's
+  int retimed = 0;         ///< keys whose finalists bench re-timed itself
+  int retimed_on_gpu = 0;  ///< of those, GPU keys (re-timed on the measurement GPU; host keys in bench's process)
+  int changed = 0;         ///< of which the measurement GPU's winner differs from a worker's
   /// Per worker: keys finished, seconds spent tuning them (as the worker timed each key, from
   /// its records) and seconds from its start to its exit. wall - tuning is start-up and idle.
   /// `device`: its CUDA_VISIBLE_DEVICES entry, with the card's UUID where the worker's `started`

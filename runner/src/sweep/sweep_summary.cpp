@@ -25,14 +25,14 @@ std::string sharded_summary(const std::string& name, const SweepReport& w, const
   }
   if (w.retimed > 0) {
     out += "bench: " + name + ": " + count_of(w.retimed, "key", "keys") +
-           " re-timed on the measurement GPU (finalists interleaved), " + count_of(w.changed, "winner", "winners") +
-           " changed\n";
+           " re-timed by bench itself (finalists interleaved, " + std::to_string(w.retimed_on_gpu) +
+           " on the measurement GPU), " + count_of(w.changed, "winner", "winners") + " changed\n";
   }
   if (!w.disagreeing.empty()) {
     std::string list;
     for (const auto& key : w.disagreeing) list += (list.empty() ? "" : " ") + key;
     out += "bench: WARNING: " + count_of(static_cast<long long>(w.disagreeing.size()), "key", "keys") +
-           " got different winners on two shards (re-timed on the measurement GPU): " + list + "\n";
+           " got different winners on two shards (re-timed by bench itself): " + list + "\n";
   }
   return out;
 }
