@@ -46,15 +46,22 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // warps on one of the SM's four register files), so 128 accumulators a thread spill (128 x 256
   // tiles: 200 bytes; 256 x 128: 16 bytes, kept) and no config takes more.
   // Two consumer warpgroups, MMA_N = BLOCK_M: BLOCK_M, BLOCK_N, BLOCK_K, STAGES, SPLIT_K and
-  // PRODUCERS lists, then the optional axes a list sets (W_SMEM, CLUSTER_REDUCE).
+  // PRODUCERS lists, then the optional axes a list sets (W_SMEM, CLUSTER_REDUCE, TMA), or an
+  // MMA_N of its own.
   const auto add_ws = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::vector<std::int64_t> block_k,
                           std::vector<std::int64_t> stages, std::vector<std::int64_t> split_k,
                           std::vector<std::int64_t> producers, std::vector<ConfigAxis> optional = {}) {
+    std::vector<std::int64_t> mma_n{block_m};
+    for (const auto& axis : optional) {
+      if (axis.name == "MMA_N") mma_n = axis.values;
+    }
     std::vector<ConfigAxis> axes{
         {"BLOCK_M", {block_m}}, {"BLOCK_N", std::move(block_n)},    {"BLOCK_K", std::move(block_k)},
         {"CONSUMERS", {2}},     {"STAGES", std::move(stages)},      {"SPLIT_K", std::move(split_k)},
-        {"MMA_N", {block_m}},   {"PRODUCERS", std::move(producers)}};
-    axes.insert(axes.end(), optional.begin(), optional.end());
+        {"MMA_N", mma_n},       {"PRODUCERS", std::move(producers)}};
+    for (auto& axis : optional) {
+      if (axis.name != "MMA_N") axes.push_back(std::move(axis));
+    }
     add(wgmma_ws, std::move(axes));
   };
   const auto add_wgmma_ws = [&] {
@@ -119,23 +126,10 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(128, {256}, {64}, {6}, {1, 2}, {4}, tma);
       // 256 activation rows as two pieces of MMA_N 128 (two 64-register accumulators, as the
       // 128 x 256 tiles have): with one m64n256k16 on 128 accumulator registers ptxas waited for
-      // each wgmma before the next (H200 profile, 2026-12-03).
-      // Likewise 128 rows as two pieces of 64.
-      const auto pieces = [&](std::int64_t block_m, std::int64_t block_k, std::int64_t stages,
-                              std::vector<std::int64_t> split_k) {
-        add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                       {"BLOCK_N", {128}},
-                       {"BLOCK_K", {block_k}},
-                       {"CONSUMERS", {2}},
-                       {"STAGES", {stages}},
-                       {"SPLIT_K", std::move(split_k)},
-                       {"MMA_N", {block_m / 2}},
-                       {"PRODUCERS", {4}},
-                       {"TMA", {1}}});
-      };
-      pieces(256, 128, 3, {1});
-      pieces(256, 64, 4, {1});
-      pieces(128, 128, 4, {1, 2, 4});
+      // each wgmma before the next (H200 profile, 2026-12-03). Likewise 128 rows as two of 64.
+      add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
+      add_ws(256, {128}, {64}, {4}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
+      add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
     }
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps
@@ -416,19 +410,8 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, tma);
     // Two pieces of activation rows a wgmma (MMA_N = BLOCK_M / 2): 1.05-1.26x faster than one
     // at M = 512..4096, where MMA_N 256 had ptxas wait for every wgmma (H200, 2026-12-03).
-    const auto pieces = [&](std::int64_t block_m, std::int64_t stages) {
-      add(wgmma_ws, {{"BLOCK_M", {block_m}},
-                     {"BLOCK_N", {128}},
-                     {"BLOCK_K", {128}},
-                     {"CONSUMERS", {2}},
-                     {"STAGES", {stages}},
-                     {"SPLIT_K", {1}},
-                     {"MMA_N", {block_m / 2}},
-                     {"PRODUCERS", {4}},
-                     {"TMA", {1}}});
-    };
-    pieces(128, 4);
-    pieces(256, 3);
+    add_ws(128, {128}, {128}, {4}, {1}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
+    add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
   }
   add_decode();
   add_dequant();

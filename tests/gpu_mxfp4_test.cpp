@@ -194,8 +194,7 @@ TEST_F(GpuMxfp4, WarpSpecializedWgmmaConfigsMatchTheCpuReference) {
                                                    static_cast<const tunebench::bench::Mxfp4GpuOp*>(&moe)}) {
       std::vector<Config> configs;
       for (const auto& c : op->config_space(tunebench::SpaceKind::kExpanded)) {
-        // TMA configs run the dense op only (the grouped op's can_implement refuses them).
-        if (is_wgmma_ws_config(c) && (op == &dense || !tunebench::bench::uses_tma(c))) configs.push_back(c);
+        if (is_wgmma_ws_config(c)) configs.push_back(c);
       }
       ASSERT_FALSE(configs.empty());
       op->precompile(configs, device_, 16);

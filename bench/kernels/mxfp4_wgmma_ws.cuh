@@ -282,7 +282,6 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #else
     unsigned long long* const landed = full;
 #endif
-    const int ctid = pwarp * 32 + lane;
     const u8* wq_g = Wq + (long long)expert * N / 16 * atoms_per_row * 256;
     const u8* ws_g = Ws + (long long)expert * N / 16 * atoms_per_row * 16;
 #if TMA
@@ -303,8 +302,8 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
         bulk_load(wq_s + WQ_STAGE + t * KA * 16, ws_g + atom0 * 16, KA * 16, &landed[s]);
       }
     }
-    return;
-#endif
+#else
+    const int ctid = pwarp * 32 + lane;
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % STAGES;
       if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
@@ -333,6 +332,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       // the copies of later tiles go out without waiting for these.
       cp_async_arrive_noinc(&landed[s]);
     }
+#endif
     return;
   }
 
