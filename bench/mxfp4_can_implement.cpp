@@ -58,8 +58,10 @@ std::int64_t wgmma_ws_smem_bytes(const Config& config) {
                      stages = config.get("STAGES");
   const std::int64_t w_smem = mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "W_SMEM");
   const std::int64_t stage = block_m * block_k * 2 + block_n / 16 * (block_k / 32) * (256 + 16);
-  // Two dequantized W tiles with W_SMEM 1, and 1024 bytes to align the swizzled rings.
-  const std::int64_t pipe = stages * stage + w_smem * 2 * block_n * block_k * 2 + 1024;
+  // Dequantized W tiles with W_SMEM 1 (two, or one a stage with TMA), and 1024 bytes to align
+  // the swizzled rings.
+  const std::int64_t w_tiles = w_smem * (uses_tma(config) ? stages : 2);
+  const std::int64_t pipe = stages * stage + w_tiles * block_n * block_k * 2 + 1024;
   const std::int64_t out = config.get("SPLIT_K") > 1 ? block_m * (block_n + 4) * 4 : block_m * (block_n + 8) * 2;
   // full and empty mbarriers a stage, and copied with W_SMEM 1.
   return std::max(pipe, out) + 2 * block_m * 4 + (2 + w_smem) * stages * 8;
@@ -145,9 +147,9 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (w_smem == 1 ? producers == 1 : producers == 8) return false;
     // CLUSTER_REDUCE 1: the SPLIT_K blocks of a tile form one cluster, at most 8 (portable).
     if (family.value(config, "CLUSTER_REDUCE") == 1 && (split_k < 2 || split_k > 8)) return false;
-    // TMA 1: the activations through a 2-D tensor map, so rows in order (the dense op), and W in
-    // registers without a cluster.
-    if (family.value(config, "TMA") == 1 && (routed() || w_smem == 1 || family.value(config, "CLUSTER_REDUCE") == 1)) {
+    // TMA 1: the activations through a 2-D tensor map, so rows in order (the dense op), without
+    // a cluster.
+    if (family.value(config, "TMA") == 1 && (routed() || family.value(config, "CLUSTER_REDUCE") == 1)) {
       return false;
     }
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most

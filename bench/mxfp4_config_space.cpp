@@ -130,6 +130,13 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(256, {128}, {64}, {4}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
+      // W dequantized into shared memory with the copies by TMA (W_SMEM 1 and TMA 1): one warp
+      // copies, the other three or seven dequantize. 1.14-1.75x slower than W in registers from
+      // M = 64 to 2048 (H200, 2026-12-03, docs/perf-mxfp4.md): kept to compare against.
+      const std::vector<ConfigAxis> w_smem_tma{{"W_SMEM", {1}}, {"TMA", {1}}};
+      add_ws(64, {128}, {128}, {3}, {4}, {8}, w_smem_tma);
+      add_ws(128, {128}, {128}, {3}, {1, 2, 4}, {8}, w_smem_tma);
+      add_ws(256, {128}, {64}, {4}, {1}, {4}, {{"MMA_N", {128}}, {"W_SMEM", {1}}, {"TMA", {1}}});
     }
   };
   // Few rows (both ops): the decode kernel (bench/kernels/mxfp4_decode.cuh). The default keeps

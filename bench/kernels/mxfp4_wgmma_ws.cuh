@@ -39,13 +39,15 @@
 //   (in block order: the same sum on every run) and writes them as BF16; no atomics, no
 //   workspace, no finishing kernel. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
-// - TMA 1 (the dense op, W in registers, no cluster) has one producer warp copy each tile with
+// - TMA 1 (the dense op, no cluster) has one producer warp copy each tile with
 //   the Tensor Memory Accelerator instead of 16-byte cp.asyncs: the activation tile as
 //   BLOCK_K / 64 boxes of a 2-D tensor map (`a_map`, 64 columns x BLOCK_M rows, swizzled by the
 //   TMA into the sw128 layout; rows past M zero-filled), and each 16-row group's W codes and
 //   scales as two 1-D bulk copies (contiguous in pack_for_gpu's layout), all counted in bytes on
 //   the stage's `full` barrier, which lane 0's arrival arms with the tile's byte count. No
 //   thread computes an address per 16 bytes, so the copy issue no longer grows with the tile.
+//   With W_SMEM 1 that warp's copies land on `copied`, and every other producer warp
+//   dequantizes, into a BF16 W tile of the stage's own.
 // - W_SMEM 1 moves the dequantization off the consumers: the producer warps (one or two whole
 //   warpgroups) also dequantize each tile's W codes, once their copies have landed, into one of
 //   two BF16 W tiles in the activations' layout, and arrive on `full` only then. The consumers
@@ -64,11 +66,14 @@
 #define WS_PRODUCER_THREADS (PRODUCERS * 32)
 #define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
 // Shared memory: the activation ring (STAGES tiles), the ring of dequantized W tiles (W_SMEM
-// only: two, since a tile is dequantized just before its MMAs), both aligned to 1024 bytes as
+// only: two, since a tile is dequantized just before its MMAs; with TMA one a stage, whose reuse
+// the stage's release then orders), both aligned to 1024 bytes as
 // the 128-byte swizzle asks, then the ring of W codes and scales as copied.
 #define WS_A_STAGE (BLOCK_M * BLOCK_K * 2)
 #define WS_W_STAGE (WQ_STAGE + WS_STAGE)
-#if W_SMEM
+#if W_SMEM && TMA
+#define WS_WB_STAGES STAGES
+#elif W_SMEM
 #define WS_WB_STAGES 2
 #else
 #define WS_WB_STAGES 0
@@ -85,8 +90,11 @@
 #define WS_OUT_BYTES (BLOCK_M * WS_OUT_LD * 2)
 #endif
 #define WS_SMEM_MAIN (WS_PIPE_BYTES > WS_OUT_BYTES ? WS_PIPE_BYTES : WS_OUT_BYTES)
-// W_SMEM: PRODUCERS / 4 copy warps and the rest dequantize; otherwise every producer copies.
-#if W_SMEM
+// W_SMEM: PRODUCERS / 4 copy warps (one with TMA) and the rest dequantize; otherwise every
+// producer copies.
+#if W_SMEM && TMA
+#define WS_COPIERS 1
+#elif W_SMEM
 #define WS_COPIERS (PRODUCERS / 4)
 #else
 #define WS_COPIERS PRODUCERS
@@ -113,8 +121,8 @@
 #if CLUSTER_REDUCE && (SPLIT_K < 2 || SPLIT_K > 8)
 #error "mxfp4_wgmma_ws: CLUSTER_REDUCE 1 reduces 2..8 split blocks (a portable cluster)"
 #endif
-#if TMA && (MOE || W_SMEM || CLUSTER_REDUCE)
-#error "mxfp4_wgmma_ws: TMA 1 copies a dense op's activations by tensor map, with W in registers and no cluster"
+#if TMA && (MOE || CLUSTER_REDUCE)
+#error "mxfp4_wgmma_ws: TMA 1 copies a dense op's activations by tensor map, without a cluster"
 #endif
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
@@ -249,9 +257,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], TMA ? 1 : W_SMEM ? WS_DEQUANT_THREADS : WS_COPY_THREADS);
+      mbar_init(&full[s], W_SMEM ? WS_DEQUANT_THREADS : TMA ? 1 : WS_COPY_THREADS);
       mbar_init(&empty[s], WS_CONSUMER_THREADS);  // every consumer thread
-      if (W_SMEM) mbar_init(&copied[s], WS_COPY_THREADS);
+      if (W_SMEM) mbar_init(&copied[s], TMA ? 1 : WS_COPY_THREADS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -265,14 +273,17 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #endif
 #if W_SMEM
     if (pwarp >= WS_COPIERS) {
-      // Tile j's codes, once its copies have landed, into W slot j % 2, once the consumers have
-      // released tile j - 2 (which used the slot before).
+      // Tile j's codes, once its copies have landed, into W slot j % WS_WB_STAGES, once the
+      // consumers have released the tile that used the slot before: with two slots tile j - 2;
+      // with TMA the stage's own slot, released before the copies that landed were issued.
       const int dw = pwarp - WS_COPIERS;
       for (int j = 0; j < k_tiles; ++j) {
         mbar_wait(&copied[j % STAGES], (j / STAGES) & 1);
+#if !TMA
         if (j >= 2) mbar_wait(&empty[(j - 2) % STAGES], ((j - 2) / STAGES) & 1);
-        dequant_tile_to_smem(pipe + WS_W_RING + (j % STAGES) * WS_W_STAGE, pipe + WS_WB_RING + (j & 1) * WS_WB_STAGE,
-                             dw, lane);
+#endif
+        dequant_tile_to_smem(pipe + WS_W_RING + (j % STAGES) * WS_W_STAGE,
+                             pipe + WS_WB_RING + (j % WS_WB_STAGES) * WS_WB_STAGE, dw, lane);
         fence_proxy_async();
         mbar_arrive(&full[j % STAGES]);
       }
@@ -354,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
     fence_proxy_async();
     const u32 a_addr = smem_addr(pipe + (kt % STAGES) * WS_A_STAGE),
-              w_addr = smem_addr(pipe + WS_WB_RING + (kt & 1) * WS_WB_STAGE);
+              w_addr = smem_addr(pipe + WS_WB_RING + (kt % WS_WB_STAGES) * WS_WB_STAGE);
     fence_tile_acc(acc);
     wgmma_fence();
 #pragma unroll
