@@ -29,6 +29,13 @@ grep -q 'in the timing loop): [0-9.]* s kernel time in .*, [1-9][0-9]* timed run
   || fail "run a's in-loop sweep line: $(grep 'sweep' "$work/a.err")"
 grep -qx "bench: sweep (race, in the timing loop): nothing timed, every key's config was chosen before" "$work/b.err" \
   || fail "run b's in-loop sweep line: $(grep 'sweep' "$work/b.err")"
+# Its context likewise: no busy fraction where nothing ran, run a's a fraction of its runs.
+/usr/bin/python3 - "$work/a.json" "$work/b.json" <<'PY' || fail "in-loop sweep figures in the JSON context"
+import json, sys
+a, b = (json.load(open(f))["context"] for f in sys.argv[1:])
+assert 0 < float(a["tunebench_sweep_busy_fraction"]) <= 1 and int(a["tunebench_sweep_timed_runs"]) > 0, a
+assert "tunebench_sweep_busy_fraction" not in b and b["tunebench_sweep_timed_runs"] == "0", b
+PY
 /usr/bin/python3 - "$work/a.json" "$here/../CMakeLists.txt" <<'PY' || fail "JSON content"
 import json, math, re, sys
 d = json.load(open(sys.argv[1]))

@@ -203,12 +203,14 @@ std::size_t time_stage(const Invocation& inv, const std::vector<Family>& familie
 
 // The figures of keys tuned inside the timing loop (the in-process executor), under the names the
 // up-front sweep's figures have: the context then has the sweep's cost on every path.
+// With nothing timed there is no busy fraction (a 0 would read as a sweep that kept the device idle).
 std::vector<ContextEntry> loop_tuning_context(const LoopTuning& t) {
-  return {{"tunebench_sweep_seconds", c_number(t.seconds)},
-          {"tunebench_sweep_kernel_seconds", c_number(t.kernel_seconds)},
-          {"tunebench_sweep_worker_seconds", c_number(t.seconds)},
-          {"tunebench_sweep_busy_fraction", c_number(t.busy())},
-          {"tunebench_sweep_timed_runs", std::to_string(t.runs)}};
+  std::vector<ContextEntry> out{{"tunebench_sweep_seconds", c_number(t.seconds)},
+                                {"tunebench_sweep_kernel_seconds", c_number(t.kernel_seconds)},
+                                {"tunebench_sweep_worker_seconds", c_number(t.seconds)}};
+  if (t.runs > 0) out.push_back({"tunebench_sweep_busy_fraction", c_number(t.busy())});
+  out.push_back({"tunebench_sweep_timed_runs", std::to_string(t.runs)});
+  return out;
 }
 
 std::string loop_tuning_summary(const LoopTuning& t, const std::string& strategy) {
