@@ -44,4 +44,20 @@ linked=$(variant linked configs.json ln -s "$record/configs.json")
 REPLAY_FROM="$linked" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 \
   >/dev/null 2>"$work/linked.err" || fail "a configs.json linked to a record did not replay: $(cat "$work/linked.err")"
 grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a configs.json linked to a record: nothing replayed"
+# A configs.json edited to a config the op never offered: a run would tune that key live (never
+# run the config), and --tunebench_check=1 says so on its passed line, on any machine.
+edited=$(variant edited configs.json cp "$record/configs.json")
+/usr/bin/python3 - "$edited/configs.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["configs"][0]["config"] = "NOT_AN_AXIS=1"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+REPLAY_FROM="$edited" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  >"$work/check.out" 2>"$work/check.err" || fail "check with an edited configs.json failed: $(cat "$work/check.err")"
+grep -q "^bench: check passed: .*; 1 replayed config a run would not run but tune live instead (first: $first: 'NOT_AN_AXIS=1' " \
+  "$work/check.out" || fail "check with an edited configs.json: $(cat "$work/check.out")"
+REPLAY_FROM="$record" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" >"$work/check.out" \
+  || fail "check of the record itself failed"
+! grep -q "tune live" "$work/check.out" || fail "check of the record itself: $(cat "$work/check.out")"
 echo "replay_input: ok"

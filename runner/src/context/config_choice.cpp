@@ -48,12 +48,12 @@ std::string pruning_group(const Family& family) {
 namespace {
 
 // `text` as a config `family` can run: one of its op's default or expanded space that
-// can_implement accepts for the shape. Configs from outside this process (an imported or stale
-// cache row, an edited configs.json) may be neither, and an op given a config it never offered
-// may fail in any way, a crash included, so nothing else is ever run. Otherwise nullopt, and
-// *why says what is wrong.
+// can_implement accepts for the shape (unless `device_known` is false: the op's device is not
+// here to ask). Configs from outside this process (an imported or stale cache row, an edited
+// configs.json) may be neither, and an op given a config it never offered may fail in any way,
+// a crash included, so nothing else is ever run. Otherwise nullopt, and *why says what is wrong.
 std::optional<Config> runnable_config(const Family& family, const std::string& text, const RunContext& context,
-                                      std::string* why) {
+                                      std::string* why, bool device_known = true) {
   const Op& op = *family.op;
   std::optional<Config> config;
   try {
@@ -70,7 +70,7 @@ std::optional<Config> runnable_config(const Family& family, const std::string& t
     *why = "not in " + op.name() + "'s config space";
     return std::nullopt;
   }
-  if (!op.can_implement(*config, family.shape, context.device)) {
+  if (device_known && !op.can_implement(*config, family.shape, context.device)) {
     *why = op.name() + " cannot run it on this shape";
     return std::nullopt;
   }
@@ -311,6 +311,21 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
   const Config config = choose_config(family, context, choices, timing.run_timer(), &live).first;
   choices.add_fallback(family.name, marker, config);
   return config;
+}
+
+std::vector<std::string> unrunnable_replays(const std::vector<const Family*>& selected, const RunContext& context) {
+  std::vector<std::string> out;
+  for (const Family* f : selected) {
+    const auto it = context.replay.find(f->name);
+    if (it == context.replay.end()) continue;
+    std::string why;
+    // Without the op's device its can_implement has nothing to judge by: the space is checked.
+    const bool device_known = !f->op->needs_gpu() || context.gpu_available;
+    if (!runnable_config(*f, it->second.config, context, &why, device_known)) {
+      out.push_back(f->name + ": '" + escape_controls(it->second.config) + "' " + why);
+    }
+  }
+  return out;
 }
 
 TimingOptions timing_options(const RunContext& context) {

@@ -63,6 +63,12 @@ struct UnrunnableReplay : std::runtime_error {
   std::string config;  ///< the replayed config's text
 };
 
+/// For --tunebench_check=1: the replayed configs (context.replay, REPLAY_FROM) of the `selected`
+/// families that a run would not run but tune live instead (replay_fallback), each as
+/// "<family name>: '<config>' <why>": not parsable, in neither of the op's spaces, or refused by
+/// can_implement for the shape (asked only where the op's device is here).
+std::vector<std::string> unrunnable_replays(const std::vector<const Family*>& selected, const RunContext& context);
+
 /// The replayed config of `family` (unless `options` is given), else the cached best of its
 /// key, else the winner of a sweep timed with `time_run` and stored; and where it came from.
 /// `options` replaces context.tune and skips replay and cache (re-timing contenders, live

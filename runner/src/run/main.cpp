@@ -117,8 +117,11 @@ SweepPlan plan_sweep(const Invocation& inv, const std::vector<Family>& families,
 // --tunebench_check=1 passed everything a run checks before it measures: one line on stdout.
 int check_passed(const std::vector<Family>& families, const BenchmarkFilter& filter, const RunContext& context,
                  const SweepPlan& plan) {
-  const auto selected = std::count_if(families.begin(), families.end(),
-                                      [&](const Family& f) { return filter.selects(reported_name(f)); });
+  std::vector<const Family*> chosen;
+  for (const auto& f : families) {
+    if (filter.selects(reported_name(f))) chosen.push_back(&f);
+  }
+  const auto selected = static_cast<long long>(chosen.size());
   std::set<cache::Key> keys;
   for (const Family* f : plan.untuned) keys.insert(cache_key(*f->op, f->shape, context));
   std::cout << "bench: check passed: " << count_of(selected, "benchmark", "benchmarks") << " selected, "
@@ -128,6 +131,11 @@ int check_passed(const std::vector<Family>& families, const BenchmarkFilter& fil
     std::cout << ", and " << count_of(n, "scratch folder", "scratch folders")
               << " of sweeps whose bench is gone (killed) under " << escape_controls(plan.dead.tmp.string())
               << (n == 1 ? " was" : " were") << " left for a run to merge";
+  }
+  // A run would not fail on them (it tunes their keys live, replay_fallback): said, not refused.
+  if (const auto bad = unrunnable_replays(chosen, context); !bad.empty()) {
+    std::cout << "; " << count_of(static_cast<long long>(bad.size()), "replayed config", "replayed configs")
+              << " a run would not run but tune live instead (first: " << bad.front() << ")";
   }
   std::cout << "\n";
   return 0;
