@@ -590,6 +590,27 @@ TEST(Race, ADriftingClockDoesNotFavourTheConfigTimedFirst) {
   EXPECT_EQ(tunebench::autotune(FieldOp(), kShape, kDevice, full.timer(), o).best.str(), "B=1");
 }
 
+// Runs that take their workload's variants in turn (routings of unequal cost, one per run
+// whatever config runs) are compared on the same variants: with four finalists timed each after
+// an untimed run of its own, every pass is 8 runs long, so without padding each finalist would
+// keep one routing for all its repetitions, and B=8 (0.8% slower) on a cheap one would win.
+TEST(Race, ConfigsOnRotatingVariantsAreComparedOnEveryVariant) {
+  constexpr double kRouting[8] = {1.00, 1.04, 0.97, 1.03, 0.98, 1.05, 0.96, 1.02};
+  const auto routed = [&](const Config& c, std::int64_t call) -> std::int64_t {
+    const std::int64_t b = c.get("B");
+    const double base = b == 7 ? 1000 : b == 8 ? 1008 : b == 6 ? 1012 : b == 9 ? 1016 : 2000 + 10 * b;
+    return static_cast<std::int64_t>(base * kRouting[call % 8]);
+  };
+  tunebench::TuneOptions o = race_options();
+  o.tie_tolerance = 0;
+  o.run_variants = 8;
+  Recorder rec{routed};
+  const auto out = tunebench::autotune(FieldOp(), kShape, kDevice, rec.timer(), o);
+  ASSERT_TRUE(out.found());
+  EXPECT_GE(out.stats.finalists.size(), 3u);
+  EXPECT_EQ(out.best.str(), "B=7");
+}
+
 TEST(Race, ExhaustiveSearchRacesTooAndTimesTheExpandedSpace) {
   Recorder rec{valley};
   tunebench::TuneOptions o = race_options();

@@ -196,7 +196,8 @@ std::optional<std::int64_t> stored_run_ns(const Family& family, const RunContext
 // sweep that is stored; and where it came from. Throws UnrunnableReplay for a replayed config
 // the op cannot run.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context, ChoiceLog& choices,
-                                              const RunTimer& time_run, const TuneOptions* options, SweepStats* stats) {
+                                              const RunTimer& time_run, const TuneOptions* options, SweepStats* stats,
+                                              std::size_t run_variants) {
   const Op& op = *family.op;
   if (!context.replay.empty() && !options) {
     if (auto fallback = choices.fallback_of(family.name)) return {std::move(*fallback), ConfigSource::kTuned};
@@ -242,6 +243,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   if (context.cache && !options) known = context.cache->measurements(key);
   const std::string uuid = op.needs_gpu() ? context.device.uuid : "";
   TuneOptions tune = options ? *options : context.tune;
+  tune.run_variants = run_variants;
   const auto half = context.cache && !options ? half_m_key(op, family.shape, context) : std::nullopt;
   if (const auto best = half ? context.cache->best(*half) : std::nullopt; best && best->p50_ns > 0) {
     // The key with half the M, where this cache holds it: what the race prunes by.
@@ -308,7 +310,8 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
             << " (from " << escape_controls(context.replay_source) << ") " << escape_controls(what) << "; "
             << escape_controls(detail) << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
-  const Config config = choose_config(family, context, choices, timing.run_timer(), &live).first;
+  const Config config =
+      choose_config(family, context, choices, timing.run_timer(), &live, nullptr, timing.variants()).first;
   choices.add_fallback(family.name, marker, config);
   return config;
 }
@@ -347,7 +350,7 @@ Config ensure_tuned(const Family& family, const RunContext& context, ChoiceLog& 
       if (tune.on_progress) tune.on_progress(config, false);
     });
   }
-  return choose_config(family, context, choices, timing.run_timer(), options, stats).first;
+  return choose_config(family, context, choices, timing.run_timer(), options, stats, timing.variants()).first;
 }
 
 }  // namespace tunebench

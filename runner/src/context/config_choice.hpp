@@ -78,10 +78,11 @@ std::vector<std::string> unrunnable_replays(const std::vector<const Family*>& se
 /// cache still locked by another process after the store's retries does not fail the choice:
 /// the winner is kept in `choices` for the run (ChoiceLog::keep_unstored), with one line on
 /// stderr; a replayed config that fell back, or a winner kept so, is what `choices` answers.
-/// `stats` as ensure_tuned.
+/// `stats` as ensure_tuned. `run_variants`: the workload's run variants (OpTiming::variants()),
+/// given to the sweep as TuneOptions::run_variants.
 std::pair<Config, ConfigSource> choose_config(const Family& family, const RunContext& context, ChoiceLog& choices,
                                               const RunTimer& time_run, const TuneOptions* options = nullptr,
-                                              SweepStats* stats = nullptr);
+                                              SweepStats* stats = nullptr, std::size_t run_variants = 1);
 
 /// A replayed config `bad` that the op cannot run, or that failed (`what` says how, e.g.
 /// "failed (...)"): evicted from the cache (marker compile_<op>_evicted, or compile_<op>_no_evict

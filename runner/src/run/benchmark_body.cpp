@@ -40,7 +40,7 @@ std::pair<Config, ConfigSource> settle_config(const Family& family, const RunCon
       return times;
     };
     const auto started = std::chrono::steady_clock::now();
-    chosen = choose_config(family, context, choices, counted);
+    chosen = choose_config(family, context, choices, counted, nullptr, nullptr, timing.variants());
     if (chosen.second == ConfigSource::kTuned) {
       tuning.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }

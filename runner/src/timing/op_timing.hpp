@@ -5,6 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -126,6 +127,9 @@ class OpTiming {
   double setup_seconds() const { return setup_seconds_; }
 
   const TimingOptions& options() const { return options_; }
+  /// The workload's run variants (Workload::variants(), at least 1): the sweep pads its
+  /// interleaved passes by it (TuneOptions::run_variants).
+  std::size_t variants() const { return std::max<std::size_t>(1, work_->variants()); }
 
  private:
   struct Graphs;

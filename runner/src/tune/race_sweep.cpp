@@ -147,11 +147,20 @@ bool warm_each_run(const std::vector<Entry*>& es) {
   return fastest > 0 && fastest < kWarmupNs;
 }
 
+// Untimed runs that make a pass of `n` runs one run longer than a multiple of `variants`: a
+// workload hands its variants out run by run, so in passes of a multiple of them every config's
+// timed run would get the same variant each pass (with 8 routings, 4 configs each timed after a
+// warm run: one routing each for the whole round); one longer, each steps to the next.
+std::size_t variant_pad(std::size_t n, std::size_t variants) {
+  return variants > 1 ? (variants + 1 - n % variants) % variants : 0;
+}
+
 // `runs[i]` timed runs of es[i], round-robin (one run of each per pass), appended to their
 // samples; batches of whole passes up to kBatchNs; `warm_each`: each after an untimed run of its
-// config. A config that fails leaves the round.
+// config; each pass padded with untimed runs of its last config (variant_pad). A config that
+// fails leaves the round.
 void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunTimer& time_run, SweepStats& stats,
-                bool warm_each) {
+                bool warm_each, std::size_t variants) {
   const int passes = runs.empty() ? 0 : *std::max_element(runs.begin(), runs.end());
   int pass = 0;
   while (pass < passes) {
@@ -161,6 +170,7 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
     std::int64_t estimated = 0;
     const int first = pass;
     while (pass < passes && (pass == first || estimated < kBatchNs)) {
+      const std::size_t pass_begin = batch.size();
       for (std::size_t i = 0; i < es.size(); ++i) {
         if (!es[i]->alive || pass >= runs[i]) continue;
         for (int w = warm_each ? 0 : 1; w <= 1; ++w) {
@@ -168,6 +178,15 @@ void interleave(std::vector<Entry*> es, const std::vector<int>& runs, const RunT
           owner.push_back(es[i]);
           timed.push_back(w == 1);
           estimated += es[i]->estimate();
+        }
+      }
+      if (batch.size() > pass_begin) {
+        Entry* last = owner.back();
+        for (std::size_t p = variant_pad(batch.size() - pass_begin, variants); p > 0; --p) {
+          batch.push_back(last->config);
+          owner.push_back(last);
+          timed.push_back(false);
+          estimated += last->estimate();
         }
       }
       ++pass;
@@ -269,16 +288,22 @@ void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run
   for (auto* e : finals) e->samples.clear();
   if (warm) {
     // The warmups (at least one: its time sets the repetitions), not counted as samples.
-    interleave(finals, std::vector<int>(finals.size(), std::max(1, o.warmup)), time_run, stats, false);
+    interleave(finals, std::vector<int>(finals.size(), std::max(1, o.warmup)), time_run, stats, false, o.run_variants);
     for (auto* e : finals) {
       if (!e->alive) continue;
       e->m.p50_ns = e->samples.back();
       e->samples.clear();
     }
   }
+  // Whole cycles of the workload's variants where a config gets as many runs as it has variants
+  // (a few long runs stay few: their cost outweighs their variants' spread).
   std::vector<int> reps;
-  for (auto* e : finals) reps.push_back(full_repetitions(e->estimate(), o));
-  interleave(finals, reps, time_run, stats, warm_each_run(finals));
+  const auto v = static_cast<int>(std::max<std::size_t>(1, o.run_variants));
+  for (auto* e : finals) {
+    const int r = full_repetitions(e->estimate(), o);
+    reps.push_back(r >= v ? (r + v - 1) / v * v : r);
+  }
+  interleave(finals, reps, time_run, stats, warm_each_run(finals), o.run_variants);
 }
 
 // The winner among the finals (in order), results for every entry, the stats.
@@ -339,7 +364,8 @@ void RaceSweep::sweep(const std::vector<Config>& order, const RunTimer& time_run
       if (o.on_progress)
         o.on_progress(
             "race of " + count_of(static_cast<long long>(racing.size()), "config", "configs") + ", interleaved", false);
-      interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats, warm_each_run(racing));
+      interleave(racing, std::vector<int>(racing.size(), o.race_runs), time_run, out.stats, warm_each_run(racing),
+                 o.run_variants);
       racing = alive_of(es);
       const auto best =
           std::min_element(racing.begin(), racing.end(), [](auto* a, auto* b) { return *a->m.p50_ns < *b->m.p50_ns; });
