@@ -132,7 +132,7 @@ for inject in none evict-fails; do
     --benchmark_filter=cpu_mxfp4 --benchmark_min_time=0.01 --benchmark_out="$work/bad-$inject.json" \
     >"$work/bad.console" 2>"$work/bad.err" || fail "replay with a bad config failed: $(cat "$work/bad.err")"
   [ "$(grep -c "\[$marker\]" "$work/bad.err")" -eq 1 ] || fail "expected one $marker line: $(cat "$work/bad.err")"
-  grep -q "^bench: WARNING: 1 benchmark was not in $work/bad-run or failed there, and got its config as in a normal run" \
+  grep -q "^bench: WARNING: 1 benchmark was not in $work/bad-run, or had a recorded config that could not run here or failed, and got its config as in a normal run" \
     "$work/bad.err" || fail "the warning of one benchmark tuned live: $(cat "$work/bad.err")"
   ! grep -q 'ERROR OCCURRED' "$work/bad.console" || fail "the fallback did not run the benchmark"
   ! grep -q 'BLOCK_K=48' "$work/bad.console" || fail "the bad config came back"

@@ -57,6 +57,24 @@ REPLAY_FROM="$edited" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --
   >"$work/check.out" 2>"$work/check.err" || fail "check with an edited configs.json failed: $(cat "$work/check.err")"
 grep -q "^bench: check passed: .*; 1 replayed config a run would not run but tune live instead (first: $first: 'NOT_AN_AXIS=1' " \
   "$work/check.out" || fail "check with an edited configs.json: $(cat "$work/check.out")"
+# Control characters in the edited config stay escaped: still one line.
+ctrl=$(variant ctrl configs.json cp "$record/configs.json")
+/usr/bin/python3 - "$ctrl/configs.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["configs"][0]["config"] = "BLOCK_N=64\n\x1b[31mX\tY"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+REPLAY_FROM="$ctrl" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  >"$work/check.out" 2>"$work/check.err" || fail "check with control characters failed: $(cat "$work/check.err")"
+[ "$(wc -l <"$work/check.out")" -eq 1 ] && grep -qF "'BLOCK_N=64\n\x1b[31mX\tY'" "$work/check.out" \
+  || fail "check with control characters: $(cat -A "$work/check.out")"
+# The run tunes that key live, and its tuning counts in the in-loop sweep's figures.
+REPLAY_FROM="$edited" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 \
+  --benchmark_out="$work/live.json" >/dev/null 2>"$work/live.err" || fail "the edited replay failed: $(cat "$work/live.err")"
+! grep -q "nothing timed" "$work/live.err" || fail "the edited replay's tuning was not counted: $(grep sweep "$work/live.err")"
+/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert int(c["tunebench_sweep_timed_runs"]) > 0, c' \
+  "$work/live.json" || fail "the edited replay's context counts no timed run"
 REPLAY_FROM="$record" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" >"$work/check.out" \
   || fail "check of the record itself failed"
 ! grep -q "tune live" "$work/check.out" || fail "check of the record itself: $(cat "$work/check.out")"

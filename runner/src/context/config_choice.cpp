@@ -48,12 +48,12 @@ std::string pruning_group(const Family& family) {
 namespace {
 
 // `text` as a config `family` can run: one of its op's default or expanded space that
-// can_implement accepts for the shape (unless `device_known` is false: the op's device is not
-// here to ask). Configs from outside this process (an imported or stale cache row, an edited
-// configs.json) may be neither, and an op given a config it never offered may fail in any way,
-// a crash included, so nothing else is ever run. Otherwise nullopt, and *why says what is wrong.
+// can_implement accepts for the shape. Configs from outside this process (an imported or stale
+// cache row, an edited configs.json) may be neither, and an op given a config it never offered
+// may fail in any way, a crash included, so nothing else is ever run. Otherwise nullopt, and
+// *why says what is wrong.
 std::optional<Config> runnable_config(const Family& family, const std::string& text, const RunContext& context,
-                                      std::string* why, bool device_known = true) {
+                                      std::string* why) {
   const Op& op = *family.op;
   std::optional<Config> config;
   try {
@@ -70,7 +70,7 @@ std::optional<Config> runnable_config(const Family& family, const std::string& t
     *why = "not in " + op.name() + "'s config space";
     return std::nullopt;
   }
-  if (device_known && !op.can_implement(*config, family.shape, context.device)) {
+  if (!op.can_implement(*config, family.shape, context.device)) {
     *why = op.name() + " cannot run it on this shape";
     return std::nullopt;
   }
@@ -292,7 +292,7 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
 // hand the bad config back.
 // `what` says what is wrong with it ("failed (...)", say).
 Config replay_fallback(const Family& family, const RunContext& context, ChoiceLog& choices, OpTiming& timing,
-                       const std::string& bad, const std::string& what) {
+                       const std::string& bad, const std::string& what, const RunTimer* time_run) {
   const Op& op = *family.op;
   std::string marker = "compile_" + op.name() + "_evicted";
   std::string detail = "evicted from the cache";
@@ -310,22 +310,27 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
             << " (from " << escape_controls(context.replay_source) << ") " << escape_controls(what) << "; "
             << escape_controls(detail) << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
-  const Config config =
-      choose_config(family, context, choices, timing.run_timer(), &live, nullptr, timing.variants()).first;
+  const Config config = choose_config(family, context, choices, time_run ? *time_run : timing.run_timer(), &live,
+                                      nullptr, timing.variants())
+                            .first;
   choices.add_fallback(family.name, marker, config);
   return config;
 }
 
-std::vector<std::string> unrunnable_replays(const std::vector<const Family*>& selected, const RunContext& context) {
-  std::vector<std::string> out;
+std::vector<UnrunnableReplayEntry> unrunnable_replays(const std::vector<const Family*>& selected,
+                                                      const RunContext& context) {
+  constexpr std::size_t kShown = 80;  // a config quoted whole could be any length
+  std::vector<UnrunnableReplayEntry> out;
   for (const Family* f : selected) {
     const auto it = context.replay.find(f->name);
-    if (it == context.replay.end()) continue;
+    // A GPU op's benchmarks do not run without a device: nothing of theirs is tuned either.
+    if (it == context.replay.end() || (f->op->needs_gpu() && !context.gpu_available)) continue;
     std::string why;
-    // Without the op's device its can_implement has nothing to judge by: the space is checked.
-    const bool device_known = !f->op->needs_gpu() || context.gpu_available;
-    if (!runnable_config(*f, it->second.config, context, &why, device_known)) {
-      out.push_back(f->name + ": '" + escape_controls(it->second.config) + "' " + why);
+    if (!runnable_config(*f, it->second.config, context, &why)) {
+      const std::string& text = it->second.config;
+      const std::string shown = text.size() > kShown ? text.substr(0, kShown) + "..." : text;
+      why = why.size() > 2 * kShown ? why.substr(0, 2 * kShown) + "..." : why;
+      out.push_back({f, escape_controls(f->name + ": '" + shown + "' " + why)});
     }
   }
   return out;

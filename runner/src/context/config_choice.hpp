@@ -63,11 +63,20 @@ struct UnrunnableReplay : std::runtime_error {
   std::string config;  ///< the replayed config's text
 };
 
+/// A replayed config a run would not run (unrunnable_replays).
+struct UnrunnableReplayEntry {
+  const Family* family = nullptr;
+  /// "<family name>: '<config>' <why>", control characters escaped, the config cut at 80
+  /// characters and the reason at 160 ("..." where cut): one line.
+  std::string line;
+};
+
 /// For --tunebench_check=1: the replayed configs (context.replay, REPLAY_FROM) of the `selected`
-/// families that a run would not run but tune live instead (replay_fallback), each as
-/// "<family name>: '<config>' <why>": not parsable, in neither of the op's spaces, or refused by
-/// can_implement for the shape (asked only where the op's device is here).
-std::vector<std::string> unrunnable_replays(const std::vector<const Family*>& selected, const RunContext& context);
+/// families that a run would not run but tune live instead (replay_fallback): not parsable, in
+/// neither of the op's spaces, or refused by can_implement for the shape. A GPU op's families are
+/// left out where no device is (a run does not run them at all).
+std::vector<UnrunnableReplayEntry> unrunnable_replays(const std::vector<const Family*>& selected,
+                                                      const RunContext& context);
 
 /// The replayed config of `family` (unless `options` is given), else the cached best of its
 /// key, else the winner of a sweep timed with `time_run` and stored; and where it came from.
@@ -89,9 +98,10 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
 /// when the eviction fails), then the key is tuned live without reading the cache, so a failed
 /// eviction cannot hand the bad config back. Says so in one line on stderr and records the
 /// fallback in `choices` (ChoiceLog::add_fallback). Returns the live-tuned config; throws as
-/// choose_config.
+/// choose_config. `time_run` times the live tuning's runs (null: timing.run_timer()), so a caller
+/// can count them.
 Config replay_fallback(const Family& family, const RunContext& context, ChoiceLog& choices, OpTiming& timing,
-                       const std::string& bad, const std::string& what);
+                       const std::string& bad, const std::string& what, const RunTimer* time_run = nullptr);
 
 /// The timing options of this run (mode, cold L2).
 TimingOptions timing_options(const RunContext& context);

@@ -119,7 +119,8 @@ void RunDir::finish(const RunContext& context, const RunRecord& record, const Ch
   if (const auto live = tuned_live(context, record); !live.empty()) {
     const bool one = live.size() == 1;
     std::cerr << "bench: WARNING: " << count_of(static_cast<long long>(live.size()), "benchmark was", "benchmarks were")
-              << " not in " << inv.settings().replay_from.string() << " or failed there, and got "
+              << " not in " << inv.settings().replay_from.string()
+              << ", or had a recorded config that could not run here or failed, and got "
               << (one ? "its config" : "their configs") << " as in a normal run: from the cache or tuned now"
               << " (configs.json says which; manifest.json lists " << (one ? "it" : "them") << ")\n";
   }

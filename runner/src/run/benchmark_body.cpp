@@ -30,27 +30,34 @@ SmClock sm_clock(const RunContext& context) {
 std::pair<Config, ConfigSource> settle_config(const Family& family, const RunContext& context, ChoiceLog& choices,
                                               OpTiming& timing, LoopTuning& tuning) {
   std::pair<Config, ConfigSource> chosen;
+  // A key the cache cannot answer is tuned here, and so is a replayed config's that cannot run:
+  // their runs and wall time are the loop's tuning.
+  const RunTimer inner = timing.run_timer();
+  const RunTimer counted = [&inner, &tuning](const std::vector<Config>& runs) {
+    auto times = inner(runs);
+    for (const auto ns : times) tuning.kernel_seconds += std::chrono::duration<double>(ns).count();
+    tuning.runs += static_cast<long long>(times.size());
+    return times;
+  };
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  const auto tune_live = [&](const std::string& bad, const std::string& what) -> std::pair<Config, ConfigSource> {
+    const auto started = std::chrono::steady_clock::now();
+    Config config = replay_fallback(family, context, choices, timing, bad, what, &counted);
+    tuning.seconds += since(started);
+    return {std::move(config), ConfigSource::kTuned};
+  };
   try {
-    // A key the cache cannot answer is tuned here: its runs and wall time are the loop's tuning.
-    const RunTimer inner = timing.run_timer();
-    const RunTimer counted = [&inner, &tuning](const std::vector<Config>& runs) {
-      auto times = inner(runs);
-      for (const auto ns : times) tuning.kernel_seconds += std::chrono::duration<double>(ns).count();
-      tuning.runs += static_cast<long long>(times.size());
-      return times;
-    };
     const auto started = std::chrono::steady_clock::now();
     chosen = choose_config(family, context, choices, counted, nullptr, nullptr, timing.variants());
-    if (chosen.second == ConfigSource::kTuned) {
-      tuning.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    }
+    if (chosen.second == ConfigSource::kTuned) tuning.seconds += since(started);
   } catch (const UnrunnableReplay& e) {
-    return {replay_fallback(family, context, choices, timing, e.config, e.what()), ConfigSource::kTuned};
+    return tune_live(e.config, e.what());
   }
   if (chosen.second != ConfigSource::kReplayed) return chosen;
-  const auto fall_back = [&](const std::exception& e) -> std::pair<Config, ConfigSource> {
-    const std::string what = "failed (" + std::string(e.what()) + ")";
-    return {replay_fallback(family, context, choices, timing, chosen.first.str(), what), ConfigSource::kTuned};
+  const auto fall_back = [&](const std::exception& e) {
+    return tune_live(chosen.first.str(), "failed (" + std::string(e.what()) + ")");
   };
   try {
     timing.warm(chosen.first);

@@ -124,6 +124,9 @@ int check_passed(const std::vector<Family>& families, const BenchmarkFilter& fil
   const auto selected = static_cast<long long>(chosen.size());
   std::set<cache::Key> keys;
   for (const Family* f : plan.untuned) keys.insert(cache_key(*f->op, f->shape, context));
+  // A replayed config a run would not run: its key is tuned live (replay_fallback).
+  const auto bad = unrunnable_replays(chosen, context);
+  for (const auto& b : bad) keys.insert(cache_key(*b.family->op, b.family->shape, context));
   std::cout << "bench: check passed: " << count_of(selected, "benchmark", "benchmarks") << " selected, "
             << count_of(static_cast<long long>(keys.size()), "key", "keys") << " to tune (" << plan.executor->name()
             << "); nothing was run or tuned";
@@ -133,9 +136,9 @@ int check_passed(const std::vector<Family>& families, const BenchmarkFilter& fil
               << (n == 1 ? " was" : " were") << " left for a run to merge";
   }
   // A run would not fail on them (it tunes their keys live, replay_fallback): said, not refused.
-  if (const auto bad = unrunnable_replays(chosen, context); !bad.empty()) {
+  if (!bad.empty()) {
     std::cout << "; " << count_of(static_cast<long long>(bad.size()), "replayed config", "replayed configs")
-              << " a run would not run but tune live instead (first: " << bad.front() << ")";
+              << " a run would not run but tune live instead (first: " << bad.front().line << ")";
   }
   std::cout << "\n";
   return 0;

@@ -50,10 +50,10 @@ struct TuneOptions {
   int race_runs = 3;
   double race_drop = 1.1;
   /// The workload's run variants (Workload::variants(): weight copies or routings, one per run in
-  /// turn, whatever config runs). The race's interleaved passes are padded with untimed runs to
-  /// one more than a multiple of it, so each config's timed runs step through every variant
-  /// rather than keep the one their place in a pass gives them, and its final round times whole
-  /// cycles of them (repetitions rounded up to a multiple of it).
+  /// turn, whatever config runs). The race's interleaved passes are padded with untimed runs to a
+  /// length with no common factor with it, so each config's timed runs step through every
+  /// variant rather than keep the one their place in a pass gives them, and its final round
+  /// times whole cycles of them where that adds at most a third to the repetitions.
   std::size_t run_variants = 1;
   /// Pruning (RaceSweep): a config that ran more than prune_factor x the best on prune_from, the
   /// op's key with half this key's M, is not screened here, nor one pruned there; it is recorded

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -147,12 +148,15 @@ bool warm_each_run(const std::vector<Entry*>& es) {
   return fastest > 0 && fastest < kWarmupNs;
 }
 
-// Untimed runs that make a pass of `n` runs one run longer than a multiple of `variants`: a
-// workload hands its variants out run by run, so in passes of a multiple of them every config's
-// timed run would get the same variant each pass (with 8 routings, 4 configs each timed after a
-// warm run: one routing each for the whole round); one longer, each steps to the next.
+// Untimed runs that make a pass of `n` runs a length with no common factor with `variants`: a
+// workload hands its variants out run by run, so with a common factor each config's timed runs
+// would see only some of them, in passes of a multiple of them only one (with 8 routings, 4
+// configs each timed after a warm run: one routing each for the whole round); without one, any
+// `variants` passes give each config every variant once. One run at most for 8 routings.
 std::size_t variant_pad(std::size_t n, std::size_t variants) {
-  return variants > 1 ? (variants + 1 - n % variants) % variants : 0;
+  std::size_t pad = 0;
+  while (variants > 1 && std::gcd(n + pad, variants) != 1) ++pad;
+  return pad;
 }
 
 // `runs[i]` timed runs of es[i], round-robin (one run of each per pass), appended to their
@@ -295,13 +299,14 @@ void final_round(std::vector<Entry*> finals, bool warm, const RunTimer& time_run
       e->samples.clear();
     }
   }
-  // Whole cycles of the workload's variants where a config gets as many runs as it has variants
-  // (a few long runs stay few: their cost outweighs their variants' spread).
+  // Whole cycles of the workload's variants where that adds at most a third to a config's runs
+  // (15 -> 16 for 8 routings); a few long runs, or dozens of weight copies, stay as they are.
   std::vector<int> reps;
   const auto v = static_cast<int>(std::max<std::size_t>(1, o.run_variants));
   for (auto* e : finals) {
     const int r = full_repetitions(e->estimate(), o);
-    reps.push_back(r >= v ? (r + v - 1) / v * v : r);
+    const int whole = (r + v - 1) / v * v;
+    reps.push_back(r >= v && 3 * whole <= 4 * r ? whole : r);
   }
   interleave(finals, reps, time_run, stats, warm_each_run(finals), o.run_variants);
 }
