@@ -451,6 +451,11 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
   EXPECT_NE(out.find("'frobnicate': unknown command"), std::string::npos) << out;
   EXPECT_EQ(cli("show mxfp4_gemm", &out), 2);
   EXPECT_NE(out.find("show: wrong number of arguments (1)"), std::string::npos) << out;
+  EXPECT_EQ(cli("export ''", &out), 2);  // an empty FILE is no file, not stdout
+  EXPECT_NE(out.find("export: an empty FILE name (expected a file path, or none for stdout)"), std::string::npos)
+      << out;
+  EXPECT_EQ(cli("import ''", &out), 2);
+  EXPECT_NE(out.find("import: an empty FILE name (expected a file path)"), std::string::npos) << out;
   EXPECT_EQ(cli("list --cache=other.sqlite", &out), 2);
   EXPECT_NE(out.find("list: '--cache=other.sqlite' is an option and comes before the command"), std::string::npos)
       << out;

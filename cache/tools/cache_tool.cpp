@@ -136,6 +136,12 @@ int run(std::vector<std::string> args, const ImportCheck& check) {
       return 2;
     }
   }
+  // An empty FILE (an unset shell variable, say) names no file: not stdout for export.
+  if ((cmd == "export" || cmd == "import") && args.size() == 2 && args[1].empty()) {
+    std::cerr << "tunebench-cache: " << cmd << ": an empty FILE name (expected a file path"
+              << (cmd == "export" ? ", or none for stdout" : "") << ")\n";
+    return 2;
+  }
   // Only import writes: the other commands never create a cache where there was none.
   if (cmd != "import" && !std::filesystem::exists(file)) {
     std::cerr << "tunebench-cache: no cache at " << e(file.string()) << "\n";
