@@ -44,29 +44,25 @@ linked=$(variant linked configs.json ln -s "$record/configs.json")
 REPLAY_FROM="$linked" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 \
   >/dev/null 2>"$work/linked.err" || fail "a configs.json linked to a record did not replay: $(cat "$work/linked.err")"
 grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a configs.json linked to a record: nothing replayed"
+# A copy of the record whose first entry has config TEXT, and what --tunebench_check=1 says of it.
+edited_check() {  # NAME TEXT
+  local dir
+  dir=$(variant "$1" configs.json cp "$record/configs.json")
+  /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["configs"][0]["config"] = sys.argv[2]
+json.dump(d, open(sys.argv[1], "w"))' "$dir/configs.json" "$2"
+  REPLAY_FROM="$dir" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+    >"$work/check.out" 2>"$work/check.err" || fail "check of $1 failed: $(cat "$work/check.err")"
+  echo "$dir"
+}
 # A configs.json edited to a config the op never offered: a run would tune that key live (never
 # run the config), and --tunebench_check=1 says so on its passed line, on any machine.
-edited=$(variant edited configs.json cp "$record/configs.json")
-/usr/bin/python3 - "$edited/configs.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["configs"][0]["config"] = "NOT_AN_AXIS=1"
-json.dump(d, open(sys.argv[1], "w"))
-PY
-REPLAY_FROM="$edited" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
-  >"$work/check.out" 2>"$work/check.err" || fail "check with an edited configs.json failed: $(cat "$work/check.err")"
+edited=$(edited_check edited "NOT_AN_AXIS=1")
 grep -q "^bench: check passed: .*; 1 replayed config a run would not run but tune live instead (first: $first: 'NOT_AN_AXIS=1' " \
   "$work/check.out" || fail "check with an edited configs.json: $(cat "$work/check.out")"
 # Control characters in the edited config stay escaped: still one line.
-ctrl=$(variant ctrl configs.json cp "$record/configs.json")
-/usr/bin/python3 - "$ctrl/configs.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["configs"][0]["config"] = "BLOCK_N=64\n\x1b[31mX\tY"
-json.dump(d, open(sys.argv[1], "w"))
-PY
-REPLAY_FROM="$ctrl" "$bench" --tunebench_check=1 --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
-  >"$work/check.out" 2>"$work/check.err" || fail "check with control characters failed: $(cat "$work/check.err")"
+edited_check ctrl "$(printf 'BLOCK_N=64\n\033[31mX\tY')" >/dev/null
 [ "$(wc -l <"$work/check.out")" -eq 1 ] && grep -qF "'BLOCK_N=64\n\x1b[31mX\tY'" "$work/check.out" \
   || fail "check with control characters: $(cat -A "$work/check.out")"
 # The run tunes that key live, and its tuning counts in the in-loop sweep's figures.
