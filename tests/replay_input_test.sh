@@ -44,6 +44,13 @@ linked=$(variant linked configs.json ln -s "$record/configs.json")
 REPLAY_FROM="$linked" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" --benchmark_min_time=0.01 \
   >/dev/null 2>"$work/linked.err" || fail "a configs.json linked to a record did not replay: $(cat "$work/linked.err")"
 grep -q '"source": "replayed"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "a configs.json linked to a record: nothing replayed"
+# An entry whose op is not its name's: refused by name, not as a device mismatch.
+wrong_op=$(variant wrong-op configs.json cp "$record/configs.json")
+/usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["configs"][0]["op"] = "mxfp4_gemm"
+json.dump(d, open(sys.argv[1], "w"))' "$wrong_op/configs.json"
+refused "an entry of another op" "$wrong_op" "$first is recorded as op 'mxfp4_gemm', which is not the op its name begins with"
 # A copy of the record whose first entry has config TEXT, and what --tunebench_check=1 says of it.
 edited_check() {  # NAME TEXT
   local dir

@@ -99,6 +99,15 @@ cmp -s "$work/foreign.sqlite" "$work/foreign.before" || fail "a check changed a 
 expect 2 "bench: config cache $work: " env TUNEBENCH_CACHE="$work" "$bench" --tunebench_check=1 "${quick[@]}"
 expect 2 "bench: config cache $work/a-file/c.sqlite: cannot create its folder: $work/a-file is not a folder" \
   env TUNEBENCH_CACHE="$work/a-file/c.sqlite" "$bench" --tunebench_check=1 "${quick[@]}"
+# A cache path that is a link to nothing: named as such by the check and the run alike.
+ln -s "$work/gone/c.sqlite" "$work/dangling.sqlite"
+expect 2 "bench: config cache $work/dangling.sqlite: a symbolic link to $work/gone/c.sqlite, which does not exist" \
+  env TUNEBENCH_CACHE="$work/dangling.sqlite" "$bench" --tunebench_check=1 "${quick[@]}"
+expect 2 "bench: config cache $work/dangling.sqlite: a symbolic link to $work/gone/c.sqlite, which does not exist" \
+  env TUNEBENCH_CACHE="$work/dangling.sqlite" "$bench" "${quick[@]}"
+# MPI launcher variables a run refuses, the check refuses too.
+expect 2 "bench: OMPI_COMM_WORLD_RANK=5 beside OMPI_COMM_WORLD_SIZE=2: expected a rank below the job's size" \
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=5 "$bench" --tunebench_check=1 "${quick[@]}"
 expect 2 "bench: REPLAY_FROM=$work/no-run: no such folder" env REPLAY_FROM="$work/no-run" \
   "$bench" --tunebench_check=1 "${quick[@]}"
 expect 2 "bench: PARALLEL_WARMUP_GPUS=2 but only 1 device is visible" env PARALLEL_WARMUP_GPUS=2 \

@@ -136,6 +136,11 @@ std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto type = fs::status(file, ec).type();
+  if (type == fs::file_type::not_found && fs::is_symlink(file, ec)) {
+    throw std::invalid_argument("config cache " + file.string() + ": a symbolic link to " +
+                                fs::read_symlink(file, ec).string() +
+                                ", which does not exist (expected a file or no file)");
+  }
   if (type == fs::file_type::not_found) {
     // A run makes it, and the folders above it: the first folder that exists must take them.
     fs::path folder = fs::absolute(file, ec).parent_path();
@@ -235,6 +240,11 @@ void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext
   auto recorded = RunRecord::read(dir);
   check_replay_manifest(dir, context);
   for (auto& e : recorded) {
+    // A benchmark's name starts with its op's: an entry that says otherwise was edited.
+    if (e.benchmark.compare(0, e.op.size() + 1, e.op + "/") != 0) {
+      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + e.benchmark + " is recorded as op '" + e.op +
+                        "', which is not the op its name begins with (configs.json edited?)");
+    }
     const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o->name() == e.op; });
     if (op == ops.end()) continue;  // an op this binary does not have: its families do not exist
     const std::string device = (*op)->needs_gpu() ? context.device.name : context.host_name;

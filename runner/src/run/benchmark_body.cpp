@@ -157,6 +157,13 @@ void register_family(const Family& family, std::shared_ptr<const RunContext> con
   auto* b = benchmark::RegisterBenchmark(family.name.c_str(), [family, context, loop](benchmark::State& state) {
     try {
       run_timed(state, family, *context, *loop);
+    } catch (const std::bad_alloc&) {
+      // Its what() ("std::bad_alloc") says neither which shape nor which memory.
+      const Shape& s = family.shape;
+      state.SkipWithError(("out of host memory for the workload of M=" + std::to_string(s.m) +
+                           " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) +
+                           " (its inputs, weights and references are made on the host)")
+                              .c_str());
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
     }

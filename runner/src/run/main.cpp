@@ -225,9 +225,9 @@ std::vector<ContextEntry> loop_tuning_context(const LoopTuning& t) {
 }
 
 std::string loop_tuning_summary(const LoopTuning& t, const std::string& strategy) {
-  // Every selected key's config was chosen before (the cache): a line of zeros would read as a failure.
-  if (t.runs == 0)
-    return "bench: sweep (" + strategy + ", in the timing loop): nothing timed, every key's config was chosen before\n";
+  // No key was tuned (chosen before, or its benchmark failed first): a line of zeros would read
+  // as a sweep that ran and measured nothing.
+  if (t.runs == 0) return "bench: sweep (" + strategy + ", in the timing loop): nothing timed, no key was tuned here\n";
   char line[256];
   std::snprintf(line, sizeof line,
                 "bench: sweep (%s, in the timing loop): %.1f s kernel time in %.1f s (%.0f%% busy), %lld timed runs\n",
@@ -315,6 +315,8 @@ int run(int argc, char** argv, const OpList& ops, const Defaults& d) {
   use_c_numbers();                       // flags are read the "C" way, whatever locale the process was given
   Invocation inv(argc, argv, d.shapes);  // resolve settings
   // Before any CUDA call: it picks the GPU. A check is one process, whatever launched it.
+  // A check starts no MPI session, but refuses the launcher's variables a run would refuse.
+  if (inv.checking()) detect_launch(inv.launch_settings());
   const MpiSession* mpi = inv.checking() ? nullptr : MpiSession::start(inv.launch_settings());
   const bool leader = !mpi || mpi->rank() == 0;  // the other ranks only sweep, and write nothing
   if (!leader && inv.listing()) return 0;
