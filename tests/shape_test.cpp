@@ -136,6 +136,10 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
       {kGood + "---\n" + kGood, "holds 2 YAML documents, expected one shape set per file"},
       {"[1, 2]\n", "top level (line 1): expected a map, got a list"},
       {"name: [unclosed\n", "not valid YAML"},
+      {"", "bad.yaml: empty (no shape set), expected a map with name, gemms and shapes"},
+      {"# only a comment\n", "bad.yaml: empty (no shape set)"},
+      {replace(kGood, "  - {m: 16}", "\t- {m: 16}"), "(line 9 is indented with a tab; YAML indents with spaces)"},
+      {std::string("\xff\xfen\0a\0m\0e\0", 10), "bad.yaml: UTF-16 text, expected a UTF-8 (or ASCII) YAML shape file"},
   };
   for (const auto& c : cases) {
     const std::string err = error_of(c.text);
@@ -147,7 +151,7 @@ TEST_F(ShapeFileTest, RejectsEachKindOfBadFile) {
 }
 
 TEST_F(ShapeFileTest, FolderLoadsEveryYamlInNameOrderAndRejectsDuplicateSets) {
-  write("b.yaml", replace(kGood, "name: tiny", "name: second"));
+  write("b.YAML", replace(kGood, "name: tiny", "name: second"));  // any case of the extension
   write("a.yml", kGood);
   write("notes.txt", "not a shape file");
   const auto sets = tunebench::load_shape_path(dir_);

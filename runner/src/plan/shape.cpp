@@ -3,7 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -132,6 +135,19 @@ bool is_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
+// The last line up to `last` (1-based) whose indentation holds a tab, or 0: YAML indents with
+// spaces only, and its parser names the error a tab causes, not the tab.
+int tab_indented_line(const std::string& text, int last) {
+  int found = 0, line = 1;
+  for (std::size_t at = 0; at < text.size() && line <= last; ++line) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::size_t lead = std::min(text.find_first_not_of(" \t", at), end);
+    if (text.find('\t', at) < lead) found = line;
+    at = end + 1;
+  }
+  return found;
+}
+
 // The file's one YAML document (null when empty).
 YAML::Node read_yaml(const fs::path& file) {
   std::error_code ec;
@@ -143,19 +159,34 @@ YAML::Node read_yaml(const fs::path& file) {
                      std::to_string(kMaxShapeFileBytes) + " bytes; a run takes at most " + std::to_string(kMaxShapes) +
                      " shapes): keep the trace's most called shapes");
   }
+  // What the YAML parser would report in its own words: text that is not UTF-8 (UTF-16 reads as
+  // a scalar of NUL bytes), and indentation by tabs (an "illegal block entry" or the like).
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw ShapeError(file.string() + ": cannot open shape file");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (text.find('\0') != std::string::npos) {
+    const bool utf16 =
+        text.size() >= 2 && ((text[0] == '\xff' && text[1] == '\xfe') || (text[0] == '\xfe' && text[1] == '\xff'));
+    throw ShapeError(file.string() + ": " + (utf16 ? "UTF-16 text" : "holds NUL bytes") +
+                     ", expected a UTF-8 (or ASCII) YAML shape file");
+  }
   try {
-    const auto docs = YAML::LoadAllFromFile(file.string());
+    const auto docs = YAML::LoadAll(text);
     if (docs.size() > 1) {
       throw ShapeError(file.string() + ": holds " + std::to_string(docs.size()) +
                        " YAML documents, expected one shape set per file");
     }
     return docs.empty() ? YAML::Node() : docs[0];
-  } catch (const YAML::BadFile&) {
-    throw ShapeError(file.string() + ": cannot open shape file");
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
     for (auto& c : msg) {
       if (!std::isprint(static_cast<unsigned char>(c))) c = '?';  // keep the error one clean line
+    }
+    if (const int tab = tab_indented_line(text, e.mark.line + 1); tab > 0) {
+      msg += " (line " + std::to_string(tab) + " is indented with a tab; YAML indents with spaces)";
     }
     throw ShapeError(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML: " + msg);
   }
@@ -250,6 +281,9 @@ void read_shapes(const YAML::Node& root, const Where& top, std::pair<std::int64_
 ShapeSet load_shape_file(const fs::path& file, std::int64_t earlier) {
   const YAML::Node root = read_yaml(file);
   const Where top(file, "", root);
+  if (!root.IsDefined() || root.IsNull()) {
+    throw ShapeError(file.string() + ": empty (no shape set), expected a map with name, gemms and shapes");
+  }
   if (!root.IsMap()) top.fail(root, std::string("expected a map, got ") + type_name(root));
   check_keys(root, top, {"name", "gemms", "shapes"}, {"description", "moe"});
   ShapeSet set;
@@ -309,7 +343,9 @@ std::vector<ShapeSet> load_shape_path(const fs::path& path) {
   std::vector<fs::path> files;
   if (fs::is_directory(status)) {
     for (const auto& entry : fs::directory_iterator(path)) {
-      const auto ext = entry.path().extension();
+      // Any case: a.YAML is as much a shape file as a.yaml.
+      std::string ext = entry.path().extension().string();
+      for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (ext != ".yaml" && ext != ".yml") continue;
       // Named as a shape file, so meant as one: anything else there (a FIFO, which would block
       // the read, a folder, a dangling link) is refused by name rather than skipped.
