@@ -279,9 +279,19 @@ TEST_F(ConfigCacheTest, ACacheWithoutApplicationIdIsKnownByItsTablesAndStamped) 
 }
 
 // An empty file is SQLite's empty database: bench makes its cache there and says so in one
-// line; a reader finds no cache in it and changes nothing.
+// line (where the file is older than a sibling's new cache would be); a reader finds no cache in
+// it and changes nothing.
 TEST_F(ConfigCacheTest, AnEmptyFileBecomesACacheWithANoteAndIsNotReadAsOne) {
   std::ofstream(file_).flush();
+  {
+    // Made seconds ago, as a sibling process starting the same new cache makes it: no note.
+    const fs::path fresh = dir_ / "fresh.sqlite";
+    std::ofstream(fresh).flush();
+    testing::internal::CaptureStderr();
+    ConfigCache sibling(fresh);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  }
+  fs::last_write_time(file_, fs::file_time_type::clock::now() - std::chrono::minutes(1));
   EXPECT_THROW(ConfigCache(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead),
                tunebench::cache::SqliteError);
   EXPECT_EQ(fs::file_size(file_), 0u);

@@ -384,7 +384,12 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
       throw SqliteError(name + "is empty: not a config cache yet (bench or tunebench-cache import makes one there)",
                         SQLITE_CANTOPEN);
     }
-    std::cerr << program_invocation_short_name << ": " << name << "is an empty file: starting a new cache in it\n";
+    // A file made in the last seconds is a sibling process's new cache, not yet written: no note.
+    std::error_code ec;
+    const auto written = fs::last_write_time(path_, ec);
+    if (ec || fs::file_time_type::clock::now() - written > std::chrono::seconds(10)) {
+      std::cerr << program_invocation_short_name << ": " << name << "is an empty file: starting a new cache in it\n";
+    }
   }
   std::string problem;
   try {
