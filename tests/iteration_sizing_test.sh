@@ -63,9 +63,11 @@ grep -Eq '^bench: [0-9]+ sized benchmarks? ran less than --benchmark_min_time \(
   "$work/stale.err" || fail "no note of counts sized from stale times: $(cat "$work/stale.err")"
 note_is_short_calls stale 1
 
-# Stored times 50 times shorter than the runs (a cache tuned on a quiet machine, timed under
-# load): the counts run far past min_time, and one line says so.
-edited_cache fast "UPDATE measurements SET p50_ns = max(100, p50_ns / 50)"
+# Stored times far shorter than the runs (a cache tuned on a quiet machine, timed under load):
+# the counts run far past min_time, and one line says so. 100 ns for every row, not the stored
+# times over 50: a cold run tuned under ctest -j2's load once stored times over 50 x the runs'
+# (seen in a clean-clone CI run), and no host run of the CPU op is as short as 100 ns.
+edited_cache fast "UPDATE measurements SET p50_ns = 100 WHERE p50_ns IS NOT NULL"
 run fast 0.001 TUNEBENCH_CACHE="$work/fast.sqlite"
 grep -Eq '^bench: [0-9]+ sized benchmarks? ran more than 4 x --benchmark_min_time \(0.001 s\) of runs, .*--tunebench_iterations=probed' \
   "$work/fast.err" || fail "no note of counts sized from times too short: $(cat "$work/fast.err")"
