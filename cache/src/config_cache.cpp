@@ -338,9 +338,6 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
     throw SqliteError("config cache " + path_.string() + ": is not a regular file, expected a file", SQLITE_CANTOPEN);
   }
   ec.clear();
-  if (access == Access::kRead && !fs::exists(path_, ec)) {
-    throw SqliteError("config cache " + path_.string() + ": no such file", SQLITE_CANTOPEN);
-  }
   // A link to nothing: SQLite would try to make its target, whose folder may not exist; a link
   // left behind by a moved cache is a mistake to name, not a cache to start.
   if (fs::is_symlink(path_, ec) && !fs::exists(path_, ec)) {
@@ -349,6 +346,9 @@ ConfigCache::ConfigCache(const fs::path& path, OnDamage on_damage, BusyPolicy bu
                       SQLITE_CANTOPEN);
   }
   ec.clear();
+  if (access == Access::kRead && !fs::exists(path_, ec)) {
+    throw SqliteError("config cache " + path_.string() + ": no such file", SQLITE_CANTOPEN);
+  }
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec) {
     throw SqliteError("config cache " + path_.string() + ": cannot create its folder: " + ec.message(),

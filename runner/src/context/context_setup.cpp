@@ -136,12 +136,8 @@ std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto type = fs::status(file, ec).type();
-  if (type == fs::file_type::not_found && fs::is_symlink(file, ec)) {
-    throw std::invalid_argument("config cache " + file.string() + ": a symbolic link to " +
-                                fs::read_symlink(file, ec).string() +
-                                ", which does not exist (expected a file or no file)");
-  }
-  if (type == fs::file_type::not_found) {
+  // A link to nothing goes to the read-only open below, which refuses it as a run's open does.
+  if (type == fs::file_type::not_found && !fs::is_symlink(file, ec)) {
     // A run makes it, and the folders above it: the first folder that exists must take them.
     fs::path folder = fs::absolute(file, ec).parent_path();
     while (!folder.empty() && !fs::exists(folder, ec) && folder != folder.parent_path()) folder = folder.parent_path();
