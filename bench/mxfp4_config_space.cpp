@@ -410,6 +410,11 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(block_m, {128, 256}, {128}, {4}, {4}, {4});
       add_ws(block_m, {256}, {128}, {4}, {8}, {4});
     }
+    // Prefill at 12-48 pairs an expert (EP M = 1024, 2048): 64 x 256 x 128, SPLIT_K 2 summed in
+    // a cluster, the expanded space's fastest WS config there, 1.04-1.15x faster than the tile
+    // config that won M = 2048 (H200, 2026-12-03, docs/perf-mxfp4.md, "The grouped op's prefill
+    // band on the WS family").
+    add_ws(64, {256}, {128}, {4}, {2}, {4}, {{"CLUSTER_REDUCE", {1}}});
   } else {
     const std::vector<ConfigAxis> tma{{"TMA", {1}}};
     add_ws(32, {128}, {128}, {4}, {4}, {4}, tma);
