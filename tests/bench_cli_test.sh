@@ -422,6 +422,22 @@ assert m["cwd"] == bare and m["cache"] == bare + "/env.sqlite" and m["shapes"] =
 PY
 expect_error 2 "--benchmark_out=$work: is a folder" "$bench" --benchmark_out="$work"
 expect_error 2 "does not exist" "$bench" --benchmark_out="$work/no/such/out.json"
+# The results are renamed onto --benchmark_out at the end: a FIFO (or a device) in its place is
+# refused, by the check too, and left as it is; a link to a file gets the results in that file.
+mkfifo "$work/out.fifo"
+expect_error 2 "--benchmark_out=$work/out.fifo: a FIFO (named pipe), expected a regular file or a new file name" \
+  "$bench" --tunebench_shapes="$tiny" --benchmark_out="$work/out.fifo"
+expect_error 2 "a FIFO (named pipe), expected a regular file" "$bench" --tunebench_check=1 --benchmark_out="$work/out.fifo"
+[ -p "$work/out.fifo" ] || fail "a refused FIFO was replaced"
+ln -s "$work/gone.json" "$work/dangling.json"
+expect_error 2 "a symbolic link to a missing target, expected a regular file" "$bench" --benchmark_out="$work/dangling.json"
+echo old >"$work/linked.json"
+ln -s linked.json "$work/link.json"
+"$bench" --tunebench_shapes="$tiny" --benchmark_min_time=0.01 --benchmark_out="$work/link.json" >/dev/null 2>"$work/err" ||
+  fail "a run to a link: $(cat "$work/err")"
+[ -L "$work/link.json" ] || fail "--benchmark_out replaced the link it was given"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["benchmarks"]' "$work/linked.json" ||
+  fail "the link's file did not get the results"
 expect_error 2 "TUNEBENCH_KERNEL_CACHE='$tiny': is not a folder" env TUNEBENCH_KERNEL_CACHE="$tiny" "$bench"
 expect_error 2 "TUNEBENCH_SHAPES: $work/none: no such shape file or folder" env TUNEBENCH_SHAPES="$work/none" "$bench"
 expect_error 2 "--tunebench_nope: unknown flag" "$bench" --tunebench_nope=1

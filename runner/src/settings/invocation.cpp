@@ -156,6 +156,12 @@ std::string Invocation::route_output(const fs::path& run_dir) {
     const std::string_view a = arg;
     if (a.substr(0, flag.size()) == flag && a.size() > flag.size()) {
       target = std::string(a.substr(flag.size()));
+      // The results are renamed onto the file at the end: through a link, onto what it leads to,
+      // so the link stays and its file gets the results.
+      std::error_code ec;
+      if (fs::is_symlink(target, ec) && fs::is_regular_file(target, ec)) {
+        if (const fs::path real = fs::canonical(target, ec); !ec) target = real.string();
+      }
       storage_.push_back(std::make_unique<std::string>(std::string(flag) + target + ".incomplete"));
       arg = storage_.back()->data();
       break;
@@ -172,6 +178,14 @@ void Invocation::check_paths(const std::string& out_file) const {
     const fs::path out(out_file);
     if (fs::is_directory(out, ec)) {
       throw std::invalid_argument("--benchmark_out=" + out_file + ": is a folder, expected a file name");
+    }
+    // The results are renamed onto the path at the end, which would put a plain file in place of
+    // a device, a FIFO or a socket (as root, /dev/null itself).
+    if (fs::exists(fs::symlink_status(out, ec))) {
+      if (const std::string kind = file_kind(out); kind != "a regular file") {
+        throw std::invalid_argument("--benchmark_out=" + out_file + ": " + kind +
+                                    ", expected a regular file or a new file name");
+      }
     }
     const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
     if (!fs::is_directory(parent, ec)) {
