@@ -71,6 +71,10 @@ edited_cache fast "UPDATE measurements SET p50_ns = 100 WHERE p50_ns IS NOT NULL
 run fast 0.001 TUNEBENCH_CACHE="$work/fast.sqlite"
 grep -Eq '^bench: [0-9]+ sized benchmarks? ran more than 4 x --benchmark_min_time \(0.001 s\) of runs, .*--tunebench_iterations=probed' \
   "$work/fast.err" || fail "no note of counts sized from times too short: $(cat "$work/fast.err")"
+# A min_time shorter than any run: every count is one iteration, the least there is, so no call
+# is named as running past min_time (the runs are as long as their stored times said).
+run single 0.000001
+! grep -q "ran more than" "$work/single.err" || fail "single-iteration calls named as overruns: $(cat "$work/single.err")"
 # A time measured on another host (an imported row) sizes nothing: it may be off by any factor.
 edited_cache imported "UPDATE measurements SET host = 'elsewhere'"
 run imported 0.01 TUNEBENCH_CACHE="$work/imported.sqlite"

@@ -135,7 +135,9 @@ void run_timed(benchmark::State& state, const Family& family, const RunContext& 
       if (total->seconds < min_time) {
         auto [it, added] = loop.stats.short_of_min_time.emplace(family.name, total->seconds);
         if (!added) it->second = std::min(it->second, total->seconds);
-      } else if (total->seconds > TimingStageStats::kOverrunFactor * min_time) {
+      } else if (total->iterations > 1 && total->seconds > TimingStageStats::kOverrunFactor * min_time) {
+        // One iteration is the least a call can run: a run longer than 4 x min_time is no sign
+        // of a stale stored time.
         auto [it, added] = loop.stats.over_min_time.emplace(family.name, total->seconds);
         if (!added) it->second = std::max(it->second, total->seconds);
       }

@@ -29,8 +29,9 @@ struct TimingStageStats {
   /// Sized benchmarks a call of which measured less than min_time (their runs now shorter than
   /// the stored time they were sized from), by family name: each call's measured seconds.
   std::unordered_map<std::string, double> short_of_min_time;
-  /// Sized benchmarks a call of which measured more than kOverrunFactor x min_time (their runs
-  /// now longer than the stored time), by family name: each call's measured seconds.
+  /// Sized benchmarks a call of which ran more than one iteration and measured more than
+  /// kOverrunFactor x min_time (their runs now longer than the stored time), by family name: each
+  /// call's measured seconds.
   std::unordered_map<std::string, double> over_min_time;
   /// How far past min_time a sized call may run before it is named: Google Benchmark's own
   /// rounds end near 1.4 x min_time.
