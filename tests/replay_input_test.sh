@@ -36,7 +36,7 @@ refused "configs.json a FIFO" "$(variant fifo-configs configs.json mkfifo)" "fif
 refused "configs.json a folder" "$(variant dir-configs configs.json mkdir)" "dir-configs/configs.json: a folder, expected a regular file"
 ! grep -q basic_filebuf "$work/err" || fail "configs.json a folder: a raw stream error: $(cat "$work/err")"
 refused "configs.json a device" "$(variant dev-configs configs.json ln -s /dev/zero)" "dev-configs/configs.json: a character device, expected a regular file"
-refused "configs.json missing" "$(variant no-configs configs.json true)" "no-configs/configs.json: no such file"
+refused "configs.json missing" "$(variant no-configs configs.json true)" "no-configs: no configs.json in it"
 refused "manifest.json a FIFO" "$(variant fifo-manifest manifest.json mkfifo)" "REPLAY_FROM=$work/fifo-manifest: $work/fifo-manifest/manifest.json: a FIFO (named pipe), expected a regular file"
 refused "manifest.json a folder" "$(variant dir-manifest manifest.json mkdir)" "dir-manifest/manifest.json: a folder, expected a regular file"
 # The same record through a symbolic link to its configs.json still replays.

@@ -522,9 +522,11 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
               << ", expected a regular file written by export\n";
     return 2;
   }
+  errno = 0;
   std::ifstream in(source, std::ios::binary);
   if (!in) {
-    std::cerr << "tunebench-cache: import: cannot read " << e(source.string()) << "\n";
+    std::cerr << "tunebench-cache: import: cannot read " << e(source.string())
+              << (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()) << "\n";
     return 2;
   }
   Import import(cache, check, keep_unknown_ops);

@@ -97,7 +97,8 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
     } catch (const json::exception&) {
     } catch (const NotRegularFile&) {
     }
-    throw ReplayError(file.string() + ": no such file (expected a run directory of an earlier bench run)");
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": no " + file.filename().string() +
+                      " in it (expected a run directory of an earlier bench run)");
   }
   std::vector<RecordedConfig> out;
   std::set<std::string> names;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
@@ -163,8 +165,12 @@ YAML::Node read_yaml(const fs::path& file) {
   // a scalar of NUL bytes), and indentation by tabs (an "illegal block entry" or the like).
   std::string text;
   {
+    errno = 0;
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw ShapeError(file.string() + ": cannot open shape file");
+    if (!in) {
+      throw ShapeError(file.string() + ": cannot open shape file" +
+                       (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()));
+    }
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   if (text.find('\0') != std::string::npos) {
