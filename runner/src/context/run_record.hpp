@@ -54,8 +54,9 @@ class RunRecord {
   /// Writes configs.json into `dir`, whole or not at all (write_file_atomically). Throws
   /// std::runtime_error naming the file when it cannot be written.
   void write(const std::filesystem::path& dir) const;
-  /// Reads <dir>/configs.json. Throws ReplayError naming REPLAY_FROM=<dir> if it is missing, the file if it is not a
-  /// regular file (a FIFO or a folder is never opened for a blocking read) or not a run record.
+  /// Reads <dir>/configs.json. Throws ReplayError naming REPLAY_FROM=<dir> if it is missing, and
+  /// the file if it is not a regular file (a FIFO or a folder is never opened for a blocking
+  /// read) or not a run record.
   static std::vector<RecordedConfig> read(const std::filesystem::path& dir);
 
  private:
