@@ -4,11 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -164,14 +160,12 @@ YAML::Node read_yaml(const fs::path& file) {
   // What the YAML parser would report in its own words: text that is not UTF-8 (UTF-16 reads as
   // a scalar of NUL bytes), and indentation by tabs (an "illegal block entry" or the like).
   std::string text;
-  {
-    errno = 0;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      throw ShapeError(file.string() + ": cannot open shape file" +
-                       (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()));
-    }
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  try {
+    const auto read = read_regular_file(file);
+    if (!read) throw ShapeError(file.string() + ": no such shape file");
+    text = *read;
+  } catch (const NotRegularFile& e) {
+    throw ShapeError(e.what());  // names the file and why (permission, ...)
   }
   if (text.find('\0') != std::string::npos) {
     const bool utf16 =
