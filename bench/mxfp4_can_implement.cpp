@@ -141,9 +141,7 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
                        block_k = config.get("BLOCK_K"), consumers = config.get("CONSUMERS"),
                        split_k = config.get("SPLIT_K"), mma_n = config.get("MMA_N");
     if (device.cc_major != 9 || device.cc_minor != 0) return false;  // sm_90a's wgmma
-    // CONSUMERS_M warpgroups share each W row and split BLOCK_M; four warpgroups at most.
-    const std::int64_t consumers_m = family.value(config, "CONSUMERS_M");
-    if (block_n % (64 * consumers) || block_m % (mma_n * consumers_m) || consumers * consumers_m > 4) return false;
+    if (block_n % (64 * consumers) || block_m % mma_n) return false;
     // W_SMEM 1 dequantizes with whole producer warpgroups; without it one warp or four copy.
     const std::int64_t producers = family.value(config, "PRODUCERS"), w_smem = family.value(config, "W_SMEM");
     if (w_smem == 1 ? producers == 1 : producers == 8) return false;
@@ -156,17 +154,10 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     }
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
     // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block), and
-    // 40 registers besides within a thread's share of one of the SM's four 16 Ki register files,
-    // which hold a quarter of the warps each, rounded up (168 at 9 or 12 warps, 128 at 16, 96 at
-    // 17 or 20); four consumer warpgroups beside four TMA producer warps get 112 (setmaxnreg,
-    // mxfp4_wgmma_ws.cuh).
-    const std::int64_t accumulators = block_n / 64 / consumers * block_m / consumers_m / 2;
-    const std::int64_t warps = consumers * consumers_m * 4 + producers;
-    std::int64_t registers = 16384 / ((warps + 3) / 4 * 32) / 8 * 8;
-    if (consumers * consumers_m == 4 && producers == 4 && w_smem == 0 && family.value(config, "TMA") == 1) {
-      registers = 112;
-    }
-    if (accumulators > 128 || accumulators + 40 > registers) return false;
+    // 40 registers besides within a thread's share of the SM's 64 Ki (168 at 12 warps, 128 at 16).
+    const std::int64_t accumulators = block_n / 64 / consumers * block_m / 2;
+    const std::int64_t threads = consumers * 128 + producers * 32;
+    if (accumulators > 128 || accumulators + 40 > 65536 / threads / 8 * 8) return false;
     return shape.m >= kWgmmaWsMinRows && shape.n % block_n == 0 && shape.k % (block_k * split_k) == 0 &&
            wgmma_ws_smem_bytes(config) <= static_cast<std::int64_t>(device.smem_per_block_optin);
   }

@@ -46,22 +46,21 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // warps on one of the SM's four register files), so 128 accumulators a thread spill (128 x 256
   // tiles: 200 bytes; 256 x 128: 16 bytes, kept) and no config takes more.
   // Two consumer warpgroups, MMA_N = BLOCK_M: BLOCK_M, BLOCK_N, BLOCK_K, STAGES, SPLIT_K and
-  // PRODUCERS lists, then the optional axes a list sets (W_SMEM, CLUSTER_REDUCE, TMA,
-  // CONSUMERS_M), or an MMA_N or CONSUMERS of its own.
+  // PRODUCERS lists, then the optional axes a list sets (W_SMEM, CLUSTER_REDUCE, TMA), or an
+  // MMA_N of its own.
   const auto add_ws = [&](std::int64_t block_m, std::vector<std::int64_t> block_n, std::vector<std::int64_t> block_k,
                           std::vector<std::int64_t> stages, std::vector<std::int64_t> split_k,
                           std::vector<std::int64_t> producers, std::vector<ConfigAxis> optional = {}) {
-    std::vector<std::int64_t> mma_n{block_m}, consumers{2};
+    std::vector<std::int64_t> mma_n{block_m};
     for (const auto& axis : optional) {
       if (axis.name == "MMA_N") mma_n = axis.values;
-      if (axis.name == "CONSUMERS") consumers = axis.values;
     }
     std::vector<ConfigAxis> axes{
         {"BLOCK_M", {block_m}}, {"BLOCK_N", std::move(block_n)},    {"BLOCK_K", std::move(block_k)},
-        {"CONSUMERS", consumers}, {"STAGES", std::move(stages)},    {"SPLIT_K", std::move(split_k)},
+        {"CONSUMERS", {2}},     {"STAGES", std::move(stages)},      {"SPLIT_K", std::move(split_k)},
         {"MMA_N", mma_n},       {"PRODUCERS", std::move(producers)}};
     for (auto& axis : optional) {
-      if (axis.name != "MMA_N" && axis.name != "CONSUMERS") axes.push_back(std::move(axis));
+      if (axis.name != "MMA_N") axes.push_back(std::move(axis));
     }
     add(wgmma_ws, std::move(axes));
   };
@@ -131,17 +130,6 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(256, {128}, {64}, {4}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
-      // Four consumer warpgroups (112 registers a thread, handed over by the four producer
-      // warps, of which one issues the TMA copies): two
-      // share each W row and split the activation rows (CONSUMERS_M 2), or each takes 64 of
-      // 256 W rows (CONSUMERS 4). Twice the consumer warps a scheduler, to hide the register-A
-      // chain that left the tensor pipe idle about half the time with two.
-      add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, {{"MMA_N", {32}}, {"CONSUMERS_M", {2}}, {"TMA", {1}}});
-      add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, {{"MMA_N", {64}}, {"CONSUMERS_M", {2}}, {"TMA", {1}}});
-      add_ws(256, {128}, {128}, {3}, {1, 2}, {4}, {{"MMA_N", {128}}, {"CONSUMERS_M", {2}}, {"TMA", {1}}});
-      add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {64}}, {"CONSUMERS_M", {2}}, {"TMA", {1}}});
-      add_ws(64, {256}, {128}, {4}, {4, 8}, {4}, {{"MMA_N", {64}}, {"CONSUMERS", {4}}, {"TMA", {1}}});
-      add_ws(128, {256}, {128}, {4}, {2, 4, 8}, {4}, {{"MMA_N", {128}}, {"CONSUMERS", {4}}, {"TMA", {1}}});
       // W dequantized into shared memory with the copies by TMA (W_SMEM 1 and TMA 1): one warp
       // copies, the other three or seven dequantize. 1.14-1.75x slower than W in registers from
       // M = 64 to 2048 (H200, 2026-12-03, docs/perf-mxfp4.md): kept to compare against.

@@ -119,9 +119,8 @@ constexpr int kMxfp4GridStrideThreads = 256;
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
 /// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
 /// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
-/// CONSUMERS x CONSUMERS_M x 128 + PRODUCERS x 32 for a warp-specialized wgmma config
-/// (mxfp4_wgmma_ws: its consumer warpgroups and producer warps, CONSUMERS_M and PRODUCERS 1 when
-/// absent). Throws ConfigError if `config` lacks the
+/// CONSUMERS x 128 + PRODUCERS x 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its
+/// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the
 /// parameter.
 int mxfp4_block_threads(const Config& config);
 
@@ -255,12 +254,11 @@ class Mxfp4GpuOp : public Op {
   /// reserved per block, each) and at least accumulators + 64 registers a thread, N % BLOCK_N
   /// == 0, K % BLOCK_K == 0, wgmma_smem_bytes within the opt-in shared memory.
   /// Warp-specialized wgmma configs: M >= kWgmmaWsMinRows, a device of compute capability 9.0
-  /// only, BLOCK_M a multiple of MMA_N (32, 64, 128 or 256) x CONSUMERS_M (1 or 2; 1 when
-  /// absent) up to 256, BLOCK_N a multiple of 64 x CONSUMERS (1, 2 or 4) up to 1024, CONSUMERS x
-  /// CONSUMERS_M <= 4, at most 128 fp32 accumulators a thread (BLOCK_N / 64 / CONSUMERS x
-  /// BLOCK_M / CONSUMERS_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
+  /// only, BLOCK_M a multiple of MMA_N (32, 64, 128 or 256) up to 256, BLOCK_N a multiple of 64 x
+  /// CONSUMERS (1 or 2) up to 1024, at most 128 fp32 accumulators a thread (BLOCK_N / 64 /
+  /// CONSUMERS x BLOCK_M / 2), BLOCK_K a multiple of 64 up to 512, 2 <= STAGES <= 8, 1 <= SPLIT_K
   /// <= 16, PRODUCERS 1 or 4 (or absent) with W_SMEM 0 (or absent), 4 or 8 with W_SMEM 1, the
-  /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x CONSUMERS_M x 128 +
+  /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x 128 +
   /// PRODUCERS x 32 threads), CLUSTER_REDUCE 0 (or absent), or 1 with 2 <= SPLIT_K <= 8, TMA 0 (or absent), or 1
   /// for the dense op with W_SMEM 0 and CLUSTER_REDUCE 0,
   /// N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,

@@ -68,9 +68,8 @@ int mxfp4_block_threads(const Config& config) {
   if (is_decode_config(config)) return static_cast<int>(config.get("WARPS_K")) * 32;
   if (is_dequant_config(config)) return kMxfp4GridStrideThreads;
   if (is_wgmma_ws_config(config)) {
-    const KernelFamily& ws = mxfp4_family(Mxfp4Family::kWgmmaWs);
-    return static_cast<int>(config.get("CONSUMERS") * ws.value(config, "CONSUMERS_M") * 128 +
-                            ws.value(config, "PRODUCERS") * 32);
+    return static_cast<int>(config.get("CONSUMERS") * 128 +
+                            mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "PRODUCERS") * 32);
   }
   return static_cast<int>(config.get("WARPS")) * 32;
 }

@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
 // mxfp4_splitk_finish when SPLIT_K > 1 (unless CLUSTER_REDUCE). Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE) || !defined(TMA) || !defined(CONSUMERS_M)
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE) || !defined(TMA)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -10,8 +10,8 @@
 #include "mxfp4_atoms.cuh"
 #include "mxfp4_wgmma_ops.cuh"
 
-// Block = CONSUMERS x CONSUMERS_M warpgroups (warps 0 .. 4 WS_GROUPS - 1, so that each warpgroup
-// starts at a warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
+// Block = CONSUMERS warpgroups (warps 0 .. 4 CONSUMERS - 1, so that each warpgroup starts at a
+// warp index divisible by 4, as wgmma asks) and PRODUCERS producer warps after them (1, or 4:
 // no more registers are lost, since nine warps already put three on one of the SM's four
 // register files; 4 or 8 with W_SMEM 1).
 // - The producer's copy warps alone move data: for each K tile of the block's K range
@@ -26,11 +26,6 @@
 //   stage into wgmma's register A fragment (pack_for_gpu's layout is, warp by warp, that
 //   fragment), and the activations are the B operand, read by the tensor cores from the stage
 //   in pieces of MMA_N rows (K-major, 128-byte swizzled: sw128).
-//   CONSUMERS_M 2 splits the block's activation rows between two warpgroups that share the same
-//   W rows: each dequantizes the same fragments and issues the MMAs of half the pieces. Twice
-//   the consumer warps a scheduler hide the register-A chain's latency (codes, wait for the
-//   previous atom's MMAs, dequantize, issue), which with two left the tensor pipe idle about
-//   half the time (H200 profile, 2026-12-03); the dequantization is done twice.
 //   While an atom's MMAs run, the next atom's codes are loaded and, once the MMAs before them
 //   are done, dequantized; the first atom of the next tile likewise, so the tensor pipe does not
 //   drain at tile boundaries. A tile's stage is released (every consumer thread arrives on
@@ -60,16 +55,14 @@
 //   the previous tile's MMAs, whose stage they then release), so up to two tiles of MMAs are in
 //   flight and none waits on a dequantization. The BF16 tiles are two whatever STAGES is, so
 //   that the ring of copies can be deep.
-// Config: WGMMA_WS=1, BLOCK_M (at most 256), BLOCK_N (a multiple of 64 x
+// Config: WGMMA_WS=1, BLOCK_M (a multiple of MMA_N, at most 256), BLOCK_N (a multiple of 64 x
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
-// buffers of W fragments alternate the same way in every tile), CONSUMERS (1, 2 or 4), CONSUMERS_M
-// (1 or 2; BLOCK_M a multiple of MMA_N x CONSUMERS_M, at most 4 warpgroups), STAGES (>= 2),
+// buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
 // SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4;
 // 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), CLUSTER_REDUCE (0 or 1), TMA (0 or 1), FOLDSCALE, MOE.
 #define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
-#define WS_NP (BLOCK_M / MMA_N / CONSUMERS_M)  // a warpgroup's activation pieces of MMA_N rows, one wgmma each
-#define WS_GROUPS (CONSUMERS * CONSUMERS_M)    // consumer warpgroups
-#define WS_CONSUMER_THREADS (WS_GROUPS * 128)
+#define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
+#define WS_CONSUMER_THREADS (CONSUMERS * 128)
 #define WS_PRODUCER_THREADS (PRODUCERS * 32)
 #define WS_THREADS (WS_CONSUMER_THREADS + WS_PRODUCER_THREADS)
 // Shared memory: the activation ring (STAGES tiles), the ring of dequantized W tiles (W_SMEM
@@ -113,15 +106,9 @@
 // hand theirs to the consumers (setmaxnreg: 72 and 216 a thread, 64512 of the SM's 65536),
 // whose accumulators and W fragments otherwise press against the 168 of a 12-warp block and
 // make ptxas serialize the MMAs (a wait for every wgmma, H200 profile 2026-12-02). With TMA the
-// one issuing warp needs fewer still: 40 and 232. Four consumer warpgroups with TMA: a block
-// of 20 warps is launched with 96 registers a thread (five warps on one of the four register
-// files), and an increase only takes what the decreases gave back: 24 and 112 (640 x 96 >=
-// 128 x 24 + 512 x 112).
-#define WS_SETMAXNREG (!W_SMEM && PRODUCERS == 4 && (WS_GROUPS == 2 || (WS_GROUPS == 4 && TMA)))
-#if TMA && WS_GROUPS == 4
-#define WS_PRODUCER_REGS 24
-#define WS_CONSUMER_REGS 112
-#elif TMA
+// one issuing warp needs fewer still: 40 and 232.
+#define WS_SETMAXNREG (!W_SMEM && PRODUCERS == 4 && CONSUMERS == 2)
+#if TMA
 #define WS_PRODUCER_REGS 40
 #define WS_CONSUMER_REGS 232
 #else
@@ -140,11 +127,8 @@
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
 #endif
-#if BLOCK_K % 64 != 0 || STAGES < 2 || BLOCK_M % (MMA_N * CONSUMERS_M) != 0 || BLOCK_N % (64 * CONSUMERS) != 0
-#error "mxfp4_wgmma_ws: BLOCK_K a multiple of 64, STAGES >= 2, BLOCK_M a multiple of MMA_N x CONSUMERS_M, BLOCK_N of 64 x CONSUMERS"
-#endif
-#if WS_GROUPS > 4
-#error "mxfp4_wgmma_ws: at most 4 consumer warpgroups (CONSUMERS x CONSUMERS_M)"
+#if BLOCK_K % 64 != 0 || STAGES < 2 || BLOCK_M % MMA_N != 0 || BLOCK_N % (64 * CONSUMERS) != 0
+#error "mxfp4_wgmma_ws: BLOCK_K a multiple of 64, STAGES >= 2, BLOCK_M a multiple of MMA_N, BLOCK_N of 64 x CONSUMERS"
 #endif
 #ifdef LAUNCH_SMEM_BYTES
 static_assert(LAUNCH_SMEM_BYTES == WS_SMEM_MAIN + 2 * BLOCK_M * sizeof(int) + WS_BARRIERS * 8,
@@ -281,9 +265,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
   }
   __syncthreads();
 
-  if (warp >= WS_GROUPS * 4) {
+  if (warp >= CONSUMERS * 4) {
     // The producer warps: the copy warps, then (W_SMEM) the dequantizing warps.
-    const int pwarp = warp - WS_GROUPS * 4;
+    const int pwarp = warp - CONSUMERS * 4;
 #if WS_SETMAXNREG
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WS_PRODUCER_REGS));
 #endif
@@ -367,13 +351,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 #if WS_SETMAXNREG
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WS_CONSUMER_REGS));
 #endif
-  // Warpgroup wg takes the W rows of column group wg % CONSUMERS and the activation pieces
-  // pm .. pm + WS_NP - 1 of row group wg / CONSUMERS.
-#if CONSUMERS_M > 1
-  const int wg = (warp >> 2) % CONSUMERS, pm = (warp >> 2) / CONSUMERS * WS_NP, wq = warp & 3;
-#else
-  const int wg = warp >> 2, pm = 0, wq = warp & 3;
-#endif
+  const int wg = warp >> 2, wq = warp & 3;
   float acc[WS_MW][WS_NP][MMA_N / 2];
 #pragma unroll
   for (int m = 0; m < WS_MW; ++m)
@@ -394,8 +372,8 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     for (int ks = 0; ks < BLOCK_K / 16; ++ks)
 #pragma unroll
       for (int p = 0; p < WS_NP; ++p) {
-        if (p * MMA_N >= row_count) continue;  // block-uniform (see below)
-        const unsigned long long b = activation_desc(a_addr, ks, pm + p);
+        if (p * MMA_N >= row_count) continue;  // block-uniform
+        const unsigned long long b = activation_desc(a_addr, ks, p);
 #pragma unroll
         for (int m = 0; m < WS_MW; ++m) {
           const unsigned long long w =
@@ -427,12 +405,9 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
       for (int s = 0; s < 2; ++s)
 #pragma unroll
         for (int p = 0; p < WS_NP; ++p) {
-          // Pieces past the block's rows are skipped by a block-uniform test: one that depends
-          // on the warpgroup (pm) makes ptxas serialize every wgmma (C7520, a divergent path).
-          // So with CONSUMERS_M 2 the second group's pieces past the rows run on zero rows.
-          if (p * MMA_N >= row_count) continue;
+          if (p * MMA_N >= row_count) continue;  // block-uniform
           const int ks = ka * 2 + s;
-          const unsigned long long b = activation_desc(a_addr, ks, pm + p);
+          const unsigned long long b = activation_desc(a_addr, ks, p);
 #pragma unroll
           for (int m = 0; m < WS_MW; ++m) wgmma_rs<MMA_N>(acc[m][p], wa[ka & 1][m][s], b);
         }
@@ -480,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     for (int p = 0; p < WS_NP; ++p)
 #pragma unroll
       for (int i = 0; i < MMA_N / 2; ++i) {
-        const int r = (pm + p) * MMA_N + (i >> 2) * 8 + tq + (i & 1);
+        const int r = p * MMA_N + (i >> 2) * 8 + tq + (i & 1);
 #if SPLIT_K > 1
         out_s[r * WS_OUT_LD + n + ((i >> 1) & 1) * 8] = acc[m][p][i];
 #else
