@@ -147,11 +147,8 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (w_smem == 1 ? producers == 1 : producers == 8) return false;
     // CLUSTER_REDUCE 1: the SPLIT_K blocks of a tile form one cluster, at most 8 (portable).
     if (family.value(config, "CLUSTER_REDUCE") == 1 && (split_k < 2 || split_k > 8)) return false;
-    // TMA 1: the activations through a 2-D tensor map, so rows in order (the dense op), without
-    // a cluster.
-    if (family.value(config, "TMA") == 1 && (routed() || family.value(config, "CLUSTER_REDUCE") == 1)) {
-      return false;
-    }
+    // TMA 1: the activations through a 2-D tensor map, so rows in order (the dense op).
+    if (family.value(config, "TMA") == 1 && routed()) return false;
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
     // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block), and
     // 40 registers besides within a thread's share of the SM's 64 Ki (168 at 12 warps, 128 at 16).

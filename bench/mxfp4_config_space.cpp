@@ -130,6 +130,15 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(256, {128}, {64}, {4}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
       add_ws(128, {128}, {128}, {4}, {1, 2, 4}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
+      // The split blocks summed in a cluster with the copies by TMA, for the middle band's
+      // split-K configs: no fp32 workspace, atomics or finishing kernel.
+      const std::vector<ConfigAxis> tma_cluster{{"CLUSTER_REDUCE", {1}}, {"TMA", {1}}};
+      add_ws(32, {128}, {128}, {4}, {2, 4}, {4}, tma_cluster);
+      add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma_cluster);
+      add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, tma_cluster);
+      add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, {{"MMA_N", {64}}, {"CLUSTER_REDUCE", {1}}, {"TMA", {1}}});
+      add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma_cluster);
+      add_ws(128, {256}, {128}, {4}, {2, 4, 8}, {4}, tma_cluster);
       // W dequantized into shared memory with the copies by TMA (W_SMEM 1 and TMA 1): one warp
       // copies, the other three or seven dequantize. 1.14-1.75x slower than W in registers from
       // M = 64 to 2048 (H200, 2026-12-03, docs/perf-mxfp4.md): kept to compare against.

@@ -314,7 +314,7 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(dense.can_implement(cluster(1), mid, dev));   // nothing to reduce
   EXPECT_FALSE(dense.can_implement(cluster(16), mid, dev));  // beyond a portable cluster
   // TMA 1: the dense op's activations through a tensor map (in row order), so not the grouped
-  // op's gathered rows, and no cluster; with W in registers the same shared memory, with W_SMEM
+  // op's gathered rows, with or without a cluster; with W in registers the same shared memory, with W_SMEM
   // a dequantized W tile a stage (three here, not two).
   const auto tma = [&](tunebench::Config base) {
     auto p = base.params();
@@ -332,7 +332,8 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(moe.can_implement(tma(smem(128, 128, 3, 4)), mid, dev));
   EXPECT_EQ(wgmma_ws_smem_bytes(tma(smem(128, 128, 3, 4))), wgmma_ws_smem_bytes(smem(128, 128, 3, 4)) + 128 * 128 * 2);
   EXPECT_FALSE(dense.can_implement(tma(smem(128, 128, 4, 4)), mid, dev));
-  EXPECT_FALSE(dense.can_implement(tma(cluster(8)), mid, dev));
+  EXPECT_TRUE(dense.can_implement(tma(cluster(8)), mid, dev));
+  EXPECT_FALSE(moe.can_implement(tma(cluster(2)), mid, dev));
   EXPECT_EQ(wgmma_ws_smem_bytes(tma(rs4)), wgmma_ws_smem_bytes(rs4));
   EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
             3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 24);

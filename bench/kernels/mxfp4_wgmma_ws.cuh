@@ -39,7 +39,7 @@
 //   (in block order: the same sum on every run) and writes them as BF16; no atomics, no
 //   workspace, no finishing kernel. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
-// - TMA 1 (the dense op, no cluster) has one producer warp copy each tile with
+// - TMA 1 (the dense op) has one producer warp copy each tile with
 //   the Tensor Memory Accelerator instead of 16-byte cp.asyncs: the activation tile as
 //   BLOCK_K / 64 boxes of a 2-D tensor map (`a_map`, 64 columns x BLOCK_M rows, swizzled by the
 //   TMA into the sw128 layout; rows past M zero-filled), and each 16-row group's W codes and
@@ -121,8 +121,8 @@
 #if CLUSTER_REDUCE && (SPLIT_K < 2 || SPLIT_K > 8)
 #error "mxfp4_wgmma_ws: CLUSTER_REDUCE 1 reduces 2..8 split blocks (a portable cluster)"
 #endif
-#if TMA && (MOE || CLUSTER_REDUCE)
-#error "mxfp4_wgmma_ws: TMA 1 copies a dense op's activations by tensor map, without a cluster"
+#if TMA && MOE
+#error "mxfp4_wgmma_ws: TMA 1 copies a dense op's activations by tensor map"
 #endif
 #if W_SMEM && PRODUCERS % 4 != 0
 #error "mxfp4_wgmma_ws: W_SMEM 1 dequantizes with whole producer warpgroups (PRODUCERS 4 or 8)"
