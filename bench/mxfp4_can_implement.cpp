@@ -52,11 +52,6 @@ std::int64_t wgmma_smem_bytes(const Config& config) {
   return std::max(config.get("STAGES") * stage, out) + 2 * block_m * 4;
 }
 
-// The counts sit at Yacc + rows x N, indexed by the block's x-y position (mxfp4_wgmma_ws.cuh).
-std::int64_t mxfp4_split_workspace_bytes(std::int64_t m, std::int64_t n) {
-  return m * n * 4 + n / 64 * ((m + 31) / 32) * 4;
-}
-
 // Mirrors WS_SMEM_MAIN, the row indices and the mbarriers after it in the kernel.
 std::int64_t wgmma_ws_smem_bytes(const Config& config) {
   const std::int64_t block_m = config.get("BLOCK_M"), block_k = config.get("BLOCK_K"), block_n = config.get("BLOCK_N"),
@@ -154,12 +149,6 @@ bool Mxfp4GpuOp::can_implement(const Config& config, const Shape& shape, const D
     if (family.value(config, "CLUSTER_REDUCE") == 1 && (split_k < 2 || split_k > 8)) return false;
     // TMA 1: the activations through a 2-D tensor map, so rows in order (the dense op).
     if (family.value(config, "TMA") == 1 && routed()) return false;
-    // LAST_BLOCK_FINISH 1: split-K sums by atomics, finished by each tile's last block, whose
-    // counts follow the dense op's workspace (mxfp4_split_workspace_bytes).
-    if (family.value(config, "LAST_BLOCK_FINISH") == 1 &&
-        (routed() || split_k < 2 || family.value(config, "CLUSTER_REDUCE") == 1)) {
-      return false;
-    }
     // A consumer thread's accumulators (BLOCK_M / 2 per 64-row W tile of its warpgroup), at most
     // 128, as in the wgmma family (ptxas kept 128 of them without spills at 8 warps a block), and
     // 40 registers besides within a thread's share of the SM's 64 Ki (168 at 12 warps, 128 at 16).

@@ -139,15 +139,6 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
       add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, {{"MMA_N", {64}}, {"CLUSTER_REDUCE", {1}}, {"TMA", {1}}});
       add_ws(64, {256}, {128}, {4}, {2, 4, 8}, {4}, tma_cluster);
       add_ws(128, {256}, {128}, {4}, {2, 4, 8}, {4}, tma_cluster);
-      // The split blocks' atomics finished by each tile's last block instead of a finishing
-      // kernel (LAST_BLOCK_FINISH 1).
-      const std::vector<ConfigAxis> tma_last{{"TMA", {1}}, {"LAST_BLOCK_FINISH", {1}}};
-      add_ws(32, {128}, {128}, {4}, {2, 4}, {4}, tma_last);
-      add_ws(64, {128}, {128}, {4}, {2, 4}, {4}, tma_last);
-      add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, tma_last);
-      add_ws(128, {128}, {128}, {4}, {2, 4}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}, {"LAST_BLOCK_FINISH", {1}}});
-      add_ws(64, {256}, {128}, {4}, {4, 8}, {4}, tma_last);
-      add_ws(128, {256}, {128}, {4}, {2, 4, 8}, {4}, tma_last);
       // W dequantized into shared memory with the copies by TMA (W_SMEM 1 and TMA 1): one warp
       // copies, the other three or seven dequantize. 1.14-1.75x slower than W in registers from
       // M = 64 to 2048 (H200, 2026-12-03, docs/perf-mxfp4.md): kept to compare against.

@@ -102,12 +102,6 @@ bool uses_tma(const Config& config);
 /// ConfigError if `config` lacks one of those parameters.
 std::int64_t wgmma_ws_smem_bytes(const Config& config);
 
-/// The dense op's split-K workspace for M x N outputs, in bytes: M x N fp32 sums, then one int
-/// count per output tile of the smallest tiles (N / 64 x ceil(M / 32)), which the last block of a
-/// tile under LAST_BLOCK_FINISH=1 raises and resets (mxfp4_wgmma_ws.cuh). Zeroed once, it is
-/// left zeroed by every call.
-std::int64_t mxfp4_split_workspace_bytes(std::int64_t m, std::int64_t n);
-
 /// Dynamic shared memory of a wgmma config, in bytes: the larger of the pipeline, STAGES x
 /// (BLOCK_M x BLOCK_K x 2 of activations + BLOCK_N / 16 x BLOCK_K / 32 atoms x 272 of W codes
 /// and scales), and the epilogue's BF16 tile, BLOCK_M x (BLOCK_N + 8) x 2, then BLOCK_M x 8 of

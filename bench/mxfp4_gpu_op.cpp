@@ -137,9 +137,7 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
   TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), grid,
                                         dim3(static_cast<unsigned>(threads)), args,
                                         static_cast<std::size_t>(kern.dynamic_smem_bytes(0)), stream));
-  const bool last_block_finish =
-      is_wgmma_ws_config(config) && mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "LAST_BLOCK_FINISH") == 1;
-  if (split_k > 1 && !last_block_finish) {
+  if (split_k > 1) {
     long long count = static_cast<long long>(rows) * n;
     void* fargs[] = {&yacc, &y, &count};
     constexpr int finish_threads = kMxfp4GridStrideThreads;

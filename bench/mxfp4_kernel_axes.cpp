@@ -57,9 +57,7 @@ std::vector<KernelFamily> make_families() {
   // register double buffer of W fragments needs); MMA_N 32 serves M = 32. W_SMEM 1 (0 when
   // absent) has the producers dequantize W into shared memory for wgmma with both operands there;
   // CLUSTER_REDUCE 1 (0 when absent) sums the split-K blocks in a cluster, not by atomics; TMA 1
-  // (0 when absent) copies the dense op's tiles with the Tensor Memory Accelerator;
-  // LAST_BLOCK_FINISH 1 (0 when absent) has the last split block of a tile round it, not a
-  // finishing kernel.
+  // (0 when absent) copies the dense op's tiles with the Tensor Memory Accelerator.
   f.push_back({Mxfp4Family::kWgmmaWs,
                "WGMMA_WS",
                "mxfp4_wgmma_ws.cuh",
@@ -68,7 +66,7 @@ std::vector<KernelFamily> make_families() {
                {one_of("WGMMA_WS", {1}), range("BLOCK_M", 32, 256, 32), range("BLOCK_N", 64, 1024, 64),
                 range("BLOCK_K", 64, 512, 64), one_of("CONSUMERS", {1, 2}), range("STAGES", 2, 8),
                 range("SPLIT_K", 1, 16), one_of("MMA_N", {32, 64, 128, 256}), one_of("PRODUCERS", {1, 4, 8}, 1),
-                one_of("W_SMEM", {0, 1}, 0), one_of("CLUSTER_REDUCE", {0, 1}, 0), one_of("TMA", {0, 1}, 0), one_of("LAST_BLOCK_FINISH", {0, 1}, 0)}});
+                one_of("W_SMEM", {0, 1}, 0), one_of("CLUSTER_REDUCE", {0, 1}, 0), one_of("TMA", {0, 1}, 0)}});
   // One binary for every ALGO: it indexes cuBLASLt's heuristic candidates at run time.
   KernelAxis algo = range("ALGO", 0, kUnbounded);
   algo.define = false;

@@ -334,21 +334,6 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_FALSE(dense.can_implement(tma(smem(128, 128, 4, 4)), mid, dev));
   EXPECT_TRUE(dense.can_implement(tma(cluster(8)), mid, dev));
   EXPECT_FALSE(moe.can_implement(tma(cluster(2)), mid, dev));
-  // LAST_BLOCK_FINISH 1: the dense op's split-K atomics finished by each tile's last block,
-  // whose counts follow the M x N sums of the dense op's workspace (the grouped op's has none).
-  const auto last_block = [&](std::int64_t split_k, bool cluster_reduce) {
-    auto p = ws(128, 128, 128, 2, split_k, 128).params();
-    p.emplace_back("LAST_BLOCK_FINISH", 1);
-    if (cluster_reduce) p.emplace_back("CLUSTER_REDUCE", 1);
-    return tunebench::Config(p);
-  };
-  EXPECT_TRUE(dense.can_implement(last_block(4, false), mid, dev));
-  EXPECT_TRUE(dense.can_implement(tma(last_block(2, false)), mid, dev));
-  EXPECT_FALSE(moe.can_implement(last_block(4, false), mid, dev));
-  EXPECT_FALSE(dense.can_implement(last_block(1, false), mid, dev));  // nothing to finish
-  EXPECT_FALSE(dense.can_implement(last_block(4, true), mid, dev));   // the cluster sums them
-  EXPECT_EQ(tunebench::bench::mxfp4_split_workspace_bytes(128, 4096), 128 * 4096 * 4 + 64 * 4 * 4);
-  EXPECT_EQ(tunebench::bench::mxfp4_split_workspace_bytes(100, 1024), 100 * 1024 * 4 + 16 * 4 * 4);
   EXPECT_EQ(wgmma_ws_smem_bytes(tma(rs4)), wgmma_ws_smem_bytes(rs4));
   EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
             3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 24);

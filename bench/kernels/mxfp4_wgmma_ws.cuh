@@ -1,7 +1,7 @@
 // mxfp4_wgmma_ws, the warp-specialized wgmma family (WGMMA_WS=1, sm_90a only): both ops' kernel
 // for the middle band of rows (M = 32 and up), dense or grouped (MOE), followed by
-// mxfp4_splitk_finish when SPLIT_K > 1 (unless CLUSTER_REDUCE or LAST_BLOCK_FINISH). Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
-#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE) || !defined(TMA) || !defined(LAST_BLOCK_FINISH)
+// mxfp4_splitk_finish when SPLIT_K > 1 (unless CLUSTER_REDUCE). Its axes are the family's in bench/mxfp4_kernel_axes.cpp.
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(CONSUMERS) || !defined(STAGES) || !defined(SPLIT_K) || !defined(MMA_N) || !defined(PRODUCERS) || !defined(W_SMEM) || !defined(CLUSTER_REDUCE) || !defined(TMA)
 #error "mxfp4_wgmma_ws: the host defines every axis of its family (mxfp4_families in bench/mxfp4_kernel_axes.cpp)"
 #endif
 
@@ -37,12 +37,7 @@
 //   output tile as one cluster instead: each stages its partial tile, and after a cluster
 //   barrier block q adds every block's q-th share of the rows through distributed shared memory
 //   (in block order: the same sum on every run) and writes them as BF16; no atomics, no
-//   workspace, no finishing kernel. LAST_BLOCK_FINISH 1 keeps the atomics but not the finishing
-//   kernel: after its adds each block raises its output tile's count (an int after the M x N
-//   floats of the workspace, one per block of the grid's x-y plane), and the block that raises it
-//   to SPLIT_K, which then holds every block's sum, rounds the tile to BF16, zeroes its workspace
-//   and resets the count for the next call (the CUDA C++ Programming Guide's "last block" pattern
-//   of threadfence: every adding thread fences before the block's count is raised). Split-K is what fills the 132 SMs where M gives
+//   workspace, no finishing kernel. Split-K is what fills the 132 SMs where M gives
 //   few block rows and N / BLOCK_N few block columns (M = 128, N = 4096: 32 blocks without it).
 // - TMA 1 (the dense op) has one producer warp copy each tile with
 //   the Tensor Memory Accelerator instead of 16-byte cp.asyncs: the activation tile as
@@ -64,8 +59,7 @@
 // CONSUMERS), BLOCK_K (a multiple of 64: an even number of atoms, so that the two register
 // buffers of W fragments alternate the same way in every tile), CONSUMERS (1 or 2), STAGES (>= 2),
 // SPLIT_K (K / SPLIT_K a multiple of BLOCK_K), MMA_N (32, 64, 128 or 256), PRODUCERS (1 or 4;
-// 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), CLUSTER_REDUCE (0 or 1), TMA (0 or 1), LAST_BLOCK_FINISH (0
-// or 1; the dense op, SPLIT_K > 1, CLUSTER_REDUCE 0), FOLDSCALE, MOE.
+// 4 or 8 with W_SMEM 1), W_SMEM (0 or 1), CLUSTER_REDUCE (0 or 1), TMA (0 or 1), FOLDSCALE, MOE.
 #define WS_MW (BLOCK_N / 64 / CONSUMERS)  // 64-row W tiles per consumer warpgroup
 #define WS_NP (BLOCK_M / MMA_N)           // activation pieces of MMA_N rows, one wgmma each
 #define WS_CONSUMER_THREADS (CONSUMERS * 128)
@@ -124,9 +118,6 @@
 
 #define WS_BARRIERS ((W_SMEM ? 3 : 2) * STAGES)  // full, empty (and copied) a stage
 
-#if LAST_BLOCK_FINISH && (SPLIT_K < 2 || CLUSTER_REDUCE || MOE)
-#error "mxfp4_wgmma_ws: LAST_BLOCK_FINISH 1 finishes the dense op's split-K sums added by atomics"
-#endif
 #if CLUSTER_REDUCE && (SPLIT_K < 2 || SPLIT_K > 8)
 #error "mxfp4_wgmma_ws: CLUSTER_REDUCE 1 reduces 2..8 split blocks (a portable cluster)"
 #endif
@@ -497,26 +488,6 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
     const int r = c / (BLOCK_N / 4), col = (c % (BLOCK_N / 4)) * 4;
     red_add_v4(Yacc + (long long)y_idx[r] * N + n0 + col, *reinterpret_cast<const float4*>(out_s + r * WS_OUT_LD + col));
   }
-#if LAST_BLOCK_FINISH
-  __shared__ int last;
-  int* const count = reinterpret_cast<int*>(Yacc + (long long)rows * N) + blockIdx.y * gridDim.x + blockIdx.x;
-  __threadfence();
-  consumers_sync();
-  if (tid == 0) last = atomicAdd(count, 1) == SPLIT_K - 1;
-  consumers_sync();
-  if (last) {
-    __threadfence();
-    for (int c = tid; c < row_count * (BLOCK_N / 4); c += WS_CONSUMER_THREADS) {
-      const int r = c / (BLOCK_N / 4), col = (c % (BLOCK_N / 4)) * 4;
-      float4* const p = reinterpret_cast<float4*>(Yacc + (long long)y_idx[r] * N + n0 + col);
-      const float4 sum = __ldcg(p);  // from L2, where the atomics landed
-      __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-      *reinterpret_cast<uint2*>(Y + (long long)y_idx[r] * N + n0 + col) =
-          make_uint2(to_bf16(sum.x) | (u32)to_bf16(sum.y) << 16, to_bf16(sum.z) | (u32)to_bf16(sum.w) << 16);
-    }
-    if (tid == 0) *count = 0;
-  }
-#endif
 #else
   for (int c = tid; c < row_count * (BLOCK_N / 8); c += WS_CONSUMER_THREADS) {
     const int r = c / (BLOCK_N / 8), col = (c % (BLOCK_N / 8)) * 8;
