@@ -224,12 +224,14 @@ class Mxfp4GpuOp : public Op {
   /// both ops' expanded space 59 configs with W dequantized in registers (BLOCK_M 32..256 with
   /// MMA_N = BLOCK_M, BLOCK_N 64..256, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
   /// warps; 12 of them with CLUSTER_REDUCE 1) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight
-  /// producer warps), and in the dense op's alone 22 whose copies go through the Tensor Memory Accelerator (TMA 1; five
-  /// of them with MMA_N = BLOCK_M / 2; the grouped op's can_implement refuses them too); in the grouped op's default
-  /// space the six that won the middle band on an H200 (docs/perf-mxfp4.md: BLOCK_M 64 or 128, BLOCK_N 128 or 256,
-  /// BLOCK_K 128, STAGES 4, SPLIT_K 4 or 8, PRODUCERS 4), in the dense op's seven TMA configs that won M = 32 to 4096
-  /// (BLOCK_N 128, BLOCK_K 128, PRODUCERS 4: BLOCK_M 32, 64, 128 with SPLIT_K 2 or 4, and BLOCK_M 128 and 256 with
-  /// SPLIT_K 1 and MMA_N = BLOCK_M / 2). The dense op then adds the dequantize-then-cuBLASLt family, DEQUANT_BF16=1
+  /// producer warps), and in the dense op's alone 36 whose copies go through the Tensor Memory Accelerator (TMA 1; five
+  /// of them with MMA_N = BLOCK_M / 2, 14 with CLUSTER_REDUCE 1; the grouped op's can_implement refuses them too); in
+  /// the grouped op's default space the six that won the middle band on an H200 (docs/perf-mxfp4.md: BLOCK_M 64 or
+  /// 128, BLOCK_N 128 or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4 or 8, PRODUCERS 4) and two for prefill (64 x 256 x 128
+  /// with SPLIT_K 2 and CLUSTER_REDUCE 1, 128 x 256 x 128 with SPLIT_K 1), in the dense op's nine TMA configs that
+  /// won M = 32 to 4096 (BLOCK_K 128, PRODUCERS 4: BLOCK_N 128 with BLOCK_M 32, 64, 128 and SPLIT_K 2 or 4, BLOCK_M 128
+  /// and 256 with SPLIT_K 1 and MMA_N = BLOCK_M / 2, and BLOCK_M 128, BLOCK_N 128 or 256 with SPLIT_K 2 and
+  /// CLUSTER_REDUCE 1). The dense op then adds the dequantize-then-cuBLASLt family, DEQUANT_BF16=1
   /// with ALGO 0..3 (default) or 0..7 (expanded), ALGO indexing cuBLASLt's heuristic candidates as in bf16_gemm. Built
   /// once per op and kind (the same list on every call): each list of the code goes through its family's axes
   /// (KernelFamily::space).
@@ -260,7 +262,7 @@ class Mxfp4GpuOp : public Op {
   /// <= 16, PRODUCERS 1 or 4 (or absent) with W_SMEM 0 (or absent), 4 or 8 with W_SMEM 1, the
   /// accumulators and 40 registers within a thread's share of 64 Ki (CONSUMERS x 128 +
   /// PRODUCERS x 32 threads), CLUSTER_REDUCE 0 (or absent), or 1 with 2 <= SPLIT_K <= 8, TMA 0 (or absent), or 1
-  /// for the dense op with W_SMEM 0 and CLUSTER_REDUCE 0,
+  /// for the dense op,
   /// N % BLOCK_N == 0, K % (BLOCK_K x SPLIT_K) == 0,
   /// wgmma_ws_smem_bytes within the opt-in shared memory.
   /// Dequantize configs: the dense op only, M >= kDequantMinRows, N % 16 == 0, K % 32 == 0,
