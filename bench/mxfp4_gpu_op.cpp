@@ -142,7 +142,7 @@ void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, con
     void* fargs[] = {&yacc, &y, &count};
     constexpr int finish_threads = kMxfp4GridStrideThreads;
     const unsigned blocks =
-        static_cast<unsigned>(std::min<long long>((count + finish_threads - 1) / finish_threads, 132 * 16));
+        static_cast<unsigned>(std::min<long long>((count / 4 + finish_threads - 1) / finish_threads, 132 * 16));
     TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(1)), dim3(blocks),
                                           dim3(finish_threads), fargs, 0, stream));
   }
