@@ -224,8 +224,8 @@ class Mxfp4GpuOp : public Op {
   /// both ops' expanded space 59 configs with W dequantized in registers (BLOCK_M 32..256 with
   /// MMA_N = BLOCK_M, BLOCK_N 64..256, BLOCK_K 64..256, SPLIT_K 1..8, one or four producer
   /// warps; 12 of them with CLUSTER_REDUCE 1) and 31 with W dequantized into shared memory (W_SMEM 1, four or eight
-  /// producer warps), and in the dense op's alone 36 whose copies go through the Tensor Memory Accelerator (TMA 1; five
-  /// of them with MMA_N = BLOCK_M / 2, 14 with CLUSTER_REDUCE 1; the grouped op's can_implement refuses them too); in
+  /// producer warps), and in the dense op's alone 41 whose copies go through the Tensor Memory Accelerator (TMA 1; five
+  /// of them with W_SMEM 1, 14 with CLUSTER_REDUCE 1; the grouped op's can_implement refuses them too); in
   /// the grouped op's default space the six that won the middle band on an H200 (docs/perf-mxfp4.md: BLOCK_M 64 or
   /// 128, BLOCK_N 128 or 256, BLOCK_K 128, STAGES 4, SPLIT_K 4 or 8, PRODUCERS 4) and two for prefill (64 x 256 x 128
   /// with SPLIT_K 2 and CLUSTER_REDUCE 1, 128 x 256 x 128 with SPLIT_K 1), in the dense op's nine TMA configs that
