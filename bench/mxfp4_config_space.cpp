@@ -437,9 +437,9 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
     // at M = 512..4096, where MMA_N 256 had ptxas wait for every wgmma (H200, 2026-12-03).
     add_ws(128, {128}, {128}, {4}, {1}, {4}, {{"MMA_N", {64}}, {"TMA", {1}}});
     add_ws(256, {128}, {128}, {3}, {1}, {4}, {{"MMA_N", {128}}, {"TMA", {1}}});
-    // SPLIT_K 2 summed in a cluster: 0.80-0.88x the time of the fastest TMA config with the
-    // atomics and finishing kernel at EP M = 256 (128 x 128) and M = 512 (128 x 256), H200,
-    // 2026-12-04 (docs/perf-mxfp4.md, "Split-K summed in a cluster, with TMA").
+    // SPLIT_K 2 summed in a cluster: 0.80-0.87x the time of the fastest TMA config with the
+    // atomics and finishing kernel at EP M = 256 (128 x 128), 0.90x that of SPLIT_K 1 at EP w13
+    // M = 512 (128 x 256), H200, 2026-12-04 (docs/perf-mxfp4.md, "The middle band, fifth step").
     add_ws(128, {128, 256}, {128}, {4}, {2}, {4}, {{"CLUSTER_REDUCE", {1}}, {"TMA", {1}}});
   }
   add_decode();

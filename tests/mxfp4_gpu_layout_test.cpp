@@ -333,18 +333,21 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   EXPECT_EQ(wgmma_ws_smem_bytes(tma(smem(128, 128, 3, 4))), wgmma_ws_smem_bytes(smem(128, 128, 3, 4)) + 128 * 128 * 2);
   EXPECT_FALSE(dense.can_implement(tma(smem(128, 128, 4, 4)), mid, dev));
   EXPECT_TRUE(dense.can_implement(tma(cluster(8)), mid, dev));
-  EXPECT_FALSE(moe.can_implement(tma(cluster(2)), mid, dev));
   EXPECT_EQ(wgmma_ws_smem_bytes(tma(rs4)), wgmma_ws_smem_bytes(rs4));
   EXPECT_EQ(wgmma_ws_smem_bytes(smem(128, 128, 3, 4)),
             3 * (128 * 128 * 2 + 8 * 4 * 272) + 2 * 128 * 128 * 2 + 1024 + 128 * 8 + 3 * 24);
   // Every expanded config of the family runs M = 32..2048 on some geometry of the EP and TP4
   // sets; the grouped op's default space holds the six middle-band winners (H200, 2026-12-02), the
   // dense op's their TMA successors and no other config of the family.
-  int expanded = 0, tma_expanded = 0, grouped_default = 0, dense_default = 0;
+  int expanded = 0, tma_expanded = 0, tma_cluster_expanded = 0, grouped_default = 0, dense_default = 0;
+  const auto tma_cluster = [](const tunebench::Config& config) {
+    return tunebench::bench::uses_tma(config) && config.has("CLUSTER_REDUCE") && config.get("CLUSTER_REDUCE") == 1;
+  };
   for (const auto& config : dense.config_space(tunebench::SpaceKind::kExpanded)) {
     if (!is_wgmma_ws_config(config)) continue;
     ++expanded;
     tma_expanded += tunebench::bench::uses_tma(config);
+    tma_cluster_expanded += tma_cluster(config);
     tunebench::Shape s = mid;
     s.k = 2048;
     s.m = config.get("BLOCK_M");
@@ -357,16 +360,19 @@ TEST(Mxfp4GpuOps, WarpSpecializedWgmmaFamilyIsCheckedLikeTheOtherFamilies) {
   for (const auto kind : {tunebench::SpaceKind::kDefault, tunebench::SpaceKind::kExpanded}) {
     for (const auto& config : moe.config_space(kind)) EXPECT_FALSE(tunebench::bench::uses_tma(config)) << config.str();
   }
-  int dense_tma = 0;
+  int dense_tma = 0, dense_tma_cluster = 0;
   for (const auto& config : dense.config_space(tunebench::SpaceKind::kDefault)) {
     dense_default += is_wgmma_ws_config(config);
     dense_tma += tunebench::bench::uses_tma(config);
+    dense_tma_cluster += tma_cluster(config);
   }
   EXPECT_GE(expanded, 30);
-  EXPECT_GE(tma_expanded, 10);
+  EXPECT_EQ(tma_expanded, 41);  // README's count, 14 of them summed in a cluster
+  EXPECT_EQ(tma_cluster_expanded, 14);
   EXPECT_EQ(grouped_default, 8);  // the middle band's six and two for prefill (H200, 2026-12-03)
   EXPECT_EQ(dense_default, 9);    // the TMA configs that won M = 32..4096 (H200, 2026-12-03, -04)
   EXPECT_EQ(dense_tma, dense_default);
+  EXPECT_EQ(dense_tma_cluster, 2);  // SPLIT_K 2 on 128 x 128 and 128 x 256 (H200, 2026-12-04)
 }
 
 // The expanded space holds every default config under the same name (an exhaustive search can
