@@ -286,9 +286,9 @@ class Mxfp4GpuOp : public Op {
   /// values the GEMM kernel decodes (exact: an E2M1 value times a power of two).
   void dequantize(const void* wq, const void* ws, void* wb, std::int64_t rows, std::int64_t k,
                   cudaStream_t stream) const;
-  /// Enqueues the GEMM (and the split-K finish) on `stream`. Throws std::logic_error if a
-  /// split-K config's rows x n is not a multiple of 4 (the finish takes four sums a thread;
-  /// can_implement's N % BLOCK_N == 0 keeps it one).
+  /// Enqueues the GEMM (and the split-K finish) on `stream`. The finish takes four sums a
+  /// thread, so rows x n must be a multiple of 4: can_implement's N % BLOCK_N == 0, every
+  /// BLOCK_N a multiple of 16, keeps it one without a check per launch.
   void launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc, int rows,
               int n, int k, int grid_rows, const void* tiles, const int* a_rows, const int* out_rows,
               cudaStream_t stream) const;
