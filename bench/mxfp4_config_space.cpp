@@ -244,11 +244,12 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   };
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
   // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
-  // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm.
+  // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm, all eight of
+  // them in both spaces: candidates 4, 5 and 7 are the fastest at five of the 16 prefill shapes
+  // of M >= 2048, up to 1.15x faster than the best of 0..3 (H200, 2026-12-04, docs/perf-mxfp4.md).
   const auto add_dequant = [&] {
     if (routed()) return;
-    add(dequant, {{"ALGO", kind == SpaceKind::kExpanded ? std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}
-                                                        : std::vector<std::int64_t>{0, 1, 2, 3}}});
+    add(dequant, {{"ALGO", {0, 1, 2, 3, 4, 5, 6, 7}}});
   };
   if (kind == SpaceKind::kExpanded) {
     // A superset of the default space (hundreds of configs): the same families of tiles with

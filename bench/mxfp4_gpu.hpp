@@ -113,11 +113,14 @@ std::int64_t wgmma_smem_bytes(const Config& config);
 /// existed keep their names).
 std::int64_t decode_block_n(const Config& config);
 
-/// Threads of a block of the grid-stride kernels mxfp4_splitk_finish and mxfp4_dequant_bf16.
+/// Threads of a block of the grid-stride kernel mxfp4_splitk_finish.
 constexpr int kMxfp4GridStrideThreads = 256;
+/// Threads of a block of mxfp4_dequant_bf16: one warp for each of the 8 atoms (16 x 32) of a
+/// 16 x 256 piece of W (bench/kernels/mxfp4_dequant.cuh).
+constexpr int kMxfp4DequantThreads = 256;
 
 /// Threads of a block of `config`'s first kernel as the MXFP4 ops launch it: WARPS_K x 32 for a
-/// decode config (mxfp4_decode), kMxfp4GridStrideThreads for a dequantize config
+/// decode config (mxfp4_decode), kMxfp4DequantThreads for a dequantize config
 /// (mxfp4_dequant_bf16), WARPS x 32 for a tile or wgmma config (mxfp4_gemm, mxfp4_wgmma),
 /// CONSUMERS x 128 + PRODUCERS x 32 for a warp-specialized wgmma config (mxfp4_wgmma_ws: its
 /// consumer warpgroups and producer warps, PRODUCERS 1 when absent). Throws ConfigError if `config` lacks the

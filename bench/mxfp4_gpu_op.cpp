@@ -93,11 +93,11 @@ void Mxfp4GpuOp::dequantize(const void* wq, const void* ws, void* wb, std::int64
   const JitKernels& kern = kernels(dequant);
   int n = static_cast<int>(rows), kk = static_cast<int>(k);
   void* args[] = {&wq, &ws, &wb, &n, &kk};
-  const long long chunks = static_cast<long long>(rows) * (k / 8);
-  const int threads = kMxfp4GridStrideThreads;
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>((chunks + threads - 1) / threads, 132 * 32));
-  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), dim3(blocks),
-                                        dim3(static_cast<unsigned>(threads)), args, 0, stream));
+  // One block a 16 x 256 piece of W (mxfp4_dequant.cuh): strips of 16 rows on x, whose limit
+  // (2^31 - 1) holds every expert of the grouped op's weights; 256-column pieces on y.
+  const dim3 grid(static_cast<unsigned>(rows / 16), static_cast<unsigned>((k + 255) / 256));
+  TUNEBENCH_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kern.kernel(0)), grid,
+                                        dim3(static_cast<unsigned>(kMxfp4DequantThreads)), args, 0, stream));
 }
 
 void Mxfp4GpuOp::launch(const Config& config, const void* a, const void* wq, const void* ws, void* y, float* yacc,

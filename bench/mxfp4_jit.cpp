@@ -66,7 +66,7 @@ JitBuild mxfp4_jit_build(const Config& config, bool moe, bool foldscale, const s
 
 int mxfp4_block_threads(const Config& config) {
   if (is_decode_config(config)) return static_cast<int>(config.get("WARPS_K")) * 32;
-  if (is_dequant_config(config)) return kMxfp4GridStrideThreads;
+  if (is_dequant_config(config)) return kMxfp4DequantThreads;
   if (is_wgmma_ws_config(config)) {
     return static_cast<int>(config.get("CONSUMERS") * 128 +
                             mxfp4_family(Mxfp4Family::kWgmmaWs).value(config, "PRODUCERS") * 32);

@@ -71,9 +71,10 @@ TEST_F(GpuMxfp4, DenseEveryDefaultConfigMatchesTheCpuReference) {
   check_all(op, odd);
 }
 
-// The decode and dequantize families beyond the default space (BLOCK_M 16, 32 warps, SPLIT_K
-// 2 and 4, the ring with 1 and 2 stages at every width; ALGO 4..7), which exhaustive search and
-// replays can run, at the edges of their M ranges and at M not a multiple of 8.
+// The decode family beyond the default space (BLOCK_M 16, 32 warps, SPLIT_K 2 and 4, the ring
+// with 1 and 2 stages at every width), which exhaustive search and replays can run, at the edges
+// of its M range and at M not a multiple of 8; and the dequantize family just above its M
+// threshold, at K = 4096 and at a K that is not a multiple of its blocks' 256 columns.
 TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
   using tunebench::bench::Mxfp4GpuOp;
   const tunebench::bench::Mxfp4GemmOp op(false, kScaleLo, kScaleHi);
@@ -91,8 +92,10 @@ TEST_F(GpuMxfp4, DenseExpandedDecodeAndDequantizeConfigsMatchTheCpuReference) {
   Shape s = shapes[0];
   s.m = Mxfp4GpuOp::kDequantMinRows + 1;
   s.n = 1024;
-  s.k = 4096;
-  EXPECT_GT(check_all(op, s, tunebench::SpaceKind::kExpanded, tunebench::bench::is_dequant_config), 0);
+  for (const std::int64_t k : {4096, 160}) {
+    s.k = k;
+    EXPECT_GT(check_all(op, s, tunebench::SpaceKind::kExpanded, tunebench::bench::is_dequant_config), 0);
+  }
 }
 
 TEST_F(GpuMxfp4, MoeEveryDefaultConfigMatchesTheCpuReference) {

@@ -427,7 +427,7 @@ TEST(Mxfp4GpuOps, DequantizeFamilyIsDenseOnlyAndForLargeM) {
     return algos;
   };
   const auto def = dense.config_space(tunebench::SpaceKind::kDefault);
-  EXPECT_EQ(family(def), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(family(def), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_FALSE(is_dequant_config(def.front()));  // tile configs first: tests pick them by index
   EXPECT_TRUE(is_dequant_config(def.back()));
   EXPECT_EQ(family(dense.config_space(tunebench::SpaceKind::kExpanded)).size(), 8u);

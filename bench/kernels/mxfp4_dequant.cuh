@@ -5,37 +5,45 @@
 
 #include "mxfp4_common.cuh"
 
-// Wb[N, K] (row-major bf16) = dequant(W): thread i writes the 8 columns 8*(i % (K/8)).. of row
-// i / (K/8) with one 16-byte store, so a warp writes 512 contiguous bytes. Those 8 values sit
-// in register j = (r / 8 % 2) | (c / 8 % 2) << 1 of word c / 16 % 2 of the 4 lanes 4*(r % 8)..
-// 4*(r % 8) + 3 of their atom (columns 2t, 2t + 1 in lane t's pair), decoded exactly as the
-// GEMM kernel decodes them, so both paths see the same BF16 weights.
-extern "C" __global__ void mxfp4_dequant_bf16(const u8* __restrict__ Wq, const u8* __restrict__ Ws,
-                                              u16* __restrict__ Wb, int N, int K) {
-  const long long chunks = (long long)N * (K / 8);
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
-       i += (long long)gridDim.x * blockDim.x) {
-    const int r = (int)(i / (K / 8)), c0 = (int)(i % (K / 8)) * 8;
-    const long long atom = (long long)(r / 16) * (K / 32) + c0 / 32;
-    const int cc = c0 % 32, word = cc >> 4, j = ((r >> 3) & 1) | (((cc >> 3) & 1) << 1);
-    const u8* q = Wq + atom * 256 + (r & 7) * 32 + word * 4;
-    const u32 s_code = Ws[atom * 16 + (r & 15)];
-    u32 s2 = scale_bf16(s_code);
-    s2 |= s2 << 16;
-    u32 out[4];
+#define DQ_ATOMS 8                   // atoms of a block: one a warp
+#define DQ_COLS (DQ_ATOMS * 32)      // columns of a block's piece of W
+#define DQ_PITCH (DQ_COLS / 2 + 4)   // bf16 pairs a row of the staging tile: 4g + t spreads a store's lanes over the banks
+
+// Wb[N, K] (row-major bf16) = dequant(W). Block (x, y) writes the 16 x 256 piece of rows 16x..
+// and columns 256y.., 8 atoms of the strip x. Warp i decodes atom 8y + i whole, as the GEMM
+// kernels do (dequant_word: lane l's 8 bytes are its mma.m16n8k16 A fragment, registers j of
+// word w at row l / 4 + 8 (j % 2), columns 16w + 8 (j / 2) + 2 (l % 4)), so both paths see the same
+// BF16 weights; the pairs go through shared memory so that the stores to Wb are whole rows of
+// 512 bytes a warp. Each code is loaded once: an earlier version had every thread load the
+// four words of its 8 columns, each word four times, and 64-bit index arithmetic, and was
+// bound by the ALU and L2 at 1.5x this one's time (H200, 2026-12-04, docs/perf-mxfp4.md).
+extern "C" __global__ void __launch_bounds__(DQ_ATOMS * 32)
+    mxfp4_dequant_bf16(const u8* __restrict__ Wq, const u8* __restrict__ Ws, u16* __restrict__ Wb, int N, int K) {
+  __shared__ u32 tile[16][DQ_PITCH];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int katoms = K >> 5;
+  const int atom = blockIdx.y * DQ_ATOMS + warp;
+  if (atom < katoms) {  // the whole warp or none of it: atom_scales' vote sees a converged warp
+    const long long a = (long long)blockIdx.x * katoms + atom;
+    const uint2 q = *reinterpret_cast<const uint2*>(Wq + a * 256 + lane * 8);
+    const int g = lane >> 2, t = lane & 3;
+    const AtomScales s = atom_scales(Ws[a * 16 + g], Ws[a * 16 + g + 8]);
+    u32 w0[4], w1[4];
+    dequant_word(q.x, s, w0);
+    dequant_word(q.y, s, w1);
+    u32* lo = &tile[g][warp * 16 + t];
+    u32* hi = &tile[g + 8][warp * 16 + t];
+    lo[0] = w0[0], hi[0] = w0[1], lo[4] = w0[2], hi[4] = w0[3];
+    lo[8] = w1[0], hi[8] = w1[1], lo[12] = w1[2], hi[12] = w1[3];
+  }
+  __syncthreads();
+  // 16 rows x 32 pieces of 16 bytes: a warp stores one row's 512 bytes at a time.
 #pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const u32 raw = raw_pair(*reinterpret_cast<const u32*>(q + t * 8), j);
-#if FOLDSCALE
-      if (s_code <= 128u || s_code == 0xFFu) {
-        u32 fold = s_code == 0xFFu ? 0x7FC0u : (s_code + 126u) << 7;
-        fold |= fold << 16;
-        out[t] = bmul2(raw, fold);
-        continue;
-      }
-#endif
-      out[t] = unfolded(raw, s2);
+  for (int i = threadIdx.x; i < 16 * 32; i += DQ_ATOMS * 32) {
+    const int row = i >> 5, piece = i & 31, col = blockIdx.y * DQ_COLS + piece * 8;
+    if (col < K) {
+      *reinterpret_cast<uint4*>(Wb + ((long long)blockIdx.x * 16 + row) * K + col) =
+          *reinterpret_cast<const uint4*>(&tile[row][piece * 4]);
     }
-    *reinterpret_cast<uint4*>(Wb + (long long)r * K + c0) = make_uint4(out[0], out[1], out[2], out[3]);
   }
 }
