@@ -245,7 +245,7 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // Large M (dense only), last: dequantize W to BF16 once per call and hand the GEMM to
   // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
   // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm, all eight of
-  // them in both spaces: candidates 4, 5 and 7 are the fastest at five of the 16 prefill shapes
+  // them in both spaces: candidates 4, 5 and 7 are the fastest at six of the 16 prefill shapes
   // of M >= 2048, up to 1.15x faster than the best of 0..3 (H200, 2026-12-04, docs/perf-mxfp4.md).
   const auto add_dequant = [&] {
     if (routed()) return;
