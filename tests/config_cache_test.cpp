@@ -229,11 +229,38 @@ TEST_F(ConfigCacheTest, DamagedPagesAreDetected) {
   make_damaged_cache(file_);
   testing::internal::CaptureStderr();
   ConfigCache cache(file_);
-  testing::internal::GetCapturedStderr();
+  const std::string warning = testing::internal::GetCapturedStderr();
+  // One line that names the file, says it is damaged and where it went, in words, not SQL.
+  EXPECT_NE(warning.find("WARNING: config cache " + file_.string() + " is damaged (SQLite"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("; moved to " + file_.string() + ".corrupt-"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("PRAGMA"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find('\n'), warning.size() - 1) << warning;
   EXPECT_TRUE(cache.moved_aside());
   EXPECT_EQ(count_aside(dir_), 1u);
   EXPECT_FALSE(cache.best(key()));
   EXPECT_EQ(cache.database().integrity_check(), "ok");
+}
+
+// A cache of ours that lost a table after it was made: moved aside, as a damaged
+// page is, rather than failing on its first read with SQLite's "no such table".
+TEST_F(ConfigCacheTest, ALostTableIsDamageNotAnSqlError) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  make_sqlite(file_, "DROP TABLE best");
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  const std::string warning = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find(file_.string() + " is damaged (a table of its layout is missing); moved to"),
+            std::string::npos)
+      << warning;
+  EXPECT_TRUE(cache.moved_aside());
+  EXPECT_EQ(count_aside(dir_), 1u);
+  EXPECT_FALSE(cache.best(key()));
+  cache.store(key(), {ok("B=2", 900)}, Best{"B=2", 900, 0});
+  EXPECT_EQ(cache.best(key())->config, "B=2");
 }
 
 // Another application's SQLite file: refused before anything is written (no WAL switch, no
@@ -487,7 +514,9 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     std::ofstream(dir_ / "pretty.json") << nlohmann::json::parse(f).dump(2) << "\n";
   }
   EXPECT_EQ(cli("import '" + (dir_ / "pretty.json").string() + "'", &out), 0) << out;
-  EXPECT_NE(out.find("imported 2 keys"), std::string::npos) << out;
+  // The same rows the cache holds: read and checked whole, and said to change nothing.
+  EXPECT_NE(out.find("nothing imported: the cache already holds 2 keys of the file as new or newer"), std::string::npos)
+      << out;
   std::ofstream(dir_ / "bad.json") << "{\"tunebench_cache_schema\": 1, \"entries\": [{\"key\": 3}]}";
   EXPECT_EQ(cli("import '" + (dir_ / "bad.json").string() + "'", &out), 2);
   EXPECT_NE(out.find("entries[0]: expected an object holding \"op\", got 3"), std::string::npos) << out;
@@ -521,7 +550,10 @@ TEST_F(ConfigCacheTest, CliListsShowsEvictsExportsAndImports) {
     std::ofstream(dir_ / "old.json") << old;
   }
   EXPECT_EQ(cli("import '" + (dir_ / "old.json").string() + "'", &out), 0) << out;
-  EXPECT_NE(out.find("best configs as new as the file's or newer)"), std::string::npos) << out;
+  EXPECT_NE(out.find("nothing imported: the cache already holds 2 keys of the file as new or newer (3 measurements, 2 "
+                     "best configs)"),
+            std::string::npos)
+      << out;
   {
     ConfigCache merged(file_);
     EXPECT_EQ(merged.best(key())->config, c2);
@@ -1330,7 +1362,8 @@ TEST_F(ConfigCacheTest, CliImportKeepsEqualTimesAndNeverLeavesAFailedBest) {
                 &out),
             0)
       << out;
-  EXPECT_NE(out.find("imported 1 key (kept the cache's 1 measurement and 1 best config as new as the file's or newer)"),
+  EXPECT_NE(out.find("nothing imported: the cache already holds 1 key of the file as new or newer (1 measurement, 1 "
+                     "best config)"),
             std::string::npos)
       << out;
   {

@@ -36,6 +36,28 @@ TEST(RunRecord, TwoRunsInOneSecondGetTheirOwnDirectories) {
   fs::remove_all(root);
 }
 
+// A configs.json that is JSON but not a run record ({} or a list) is named as such, without the
+// format's marker key, which the user never wrote.
+TEST(RunRecord, JsonThatIsNotARunRecordIsNamedAsSuch) {
+  const auto dir = fs::temp_directory_path() / ("tunebench_not_a_record_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* text : {"{}", "[]", R"({"configs": []})"}) {
+    std::ofstream(dir / "configs.json") << text;
+    try {
+      tunebench::RunRecord::read(dir);
+      ADD_FAILURE() << text << " was read as a run record";
+    } catch (const tunebench::ReplayError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("configs.json: not a tunebench run record (expected the configs.json that bench writes"),
+                std::string::npos)
+          << what;
+      EXPECT_EQ(what.find("tunebench_run_record"), std::string::npos) << what;
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // REPLAY_FROM's timing: a run that times GPU ops refuses a record timed otherwise (`host`, a run
 // of host ops alone, included); a run of host ops alone replays any record, since its ops are
 // host-timed whatever the recorded run's GPU timing was.

@@ -245,6 +245,16 @@ bool has_our_tables(Database& db) {
   return tables[1] == "measurements" && (m == v2 || m == v2 + ",host");
 }
 
+// Whether a table that a cache of schema `version` has (best from 1, measurements from 2,
+// leases from 4) is missing.
+bool lacks_a_table(Database& db, std::int64_t version) {
+  std::vector<std::string> tables;
+  Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+  while (s.step()) tables.push_back(s.text(0));
+  const auto has = [&](const char* name) { return std::find(tables.begin(), tables.end(), name) != tables.end(); };
+  return (version >= 1 && !has("best")) || (version >= 2 && !has("measurements")) || (version >= 4 && !has("leases"));
+}
+
 // The first `n` bytes of the file at `path` into `out`, read through SQLite's own file layer;
 // false when it cannot be opened or is shorter. Not with fopen and fclose: on POSIX the first
 // close of any descriptor of a file drops every record lock this process holds on it, so that
@@ -395,16 +405,22 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
   try {
     db_.emplace(path_, static_cast<int>(busy_.timeout.count()), access);
     if (id.kind == Identity::kOurs) {
-      if (const auto integrity = db_->integrity_check(); integrity != "ok") {
-        // The first problem SQLite names, whole (integrity_check lists one per line).
-        problem = "fails integrity check: " + one_line(integrity.substr(0, integrity.find('\n')));
+      if (auto integrity = db_->integrity_check(); integrity != "ok") {
+        // The first problem SQLite names (integrity_check lists one per line), without its
+        // "*** in database main ***" heading.
+        integrity = integrity.substr(0, integrity.find('\n'));
+        if (const auto star = integrity.rfind("*** "); star != std::string::npos) integrity.erase(0, star + 4);
+        problem = "is damaged (SQLite's integrity check: " + one_line(integrity) + ")";
+      } else if (lacks_a_table(*db_, pragma_int(*db_, "PRAGMA user_version"))) {
+        // Stamped as ours, but a table was dropped since: every read of it would fail.
+        problem = "is damaged (a table of its layout is missing)";
       }
     }
   } catch (const SqliteError& e) {
     // Only a file SQLite cannot read as a database is damaged; a permission or locking
-    // problem is reported as it is.
+    // problem is reported as it is. SQLite's words for the code, not the call that met it.
     if ((e.code() & 0xff) != SQLITE_NOTADB && (e.code() & 0xff) != SQLITE_CORRUPT) throw;
-    problem = "is corrupt (" + one_line(e.what()) + ")";
+    problem = std::string("is damaged (SQLite: ") + sqlite3_errstr(e.code()) + ")";
   }
   if (problem.empty()) return;
   db_.reset();

@@ -553,8 +553,17 @@ int import_cache(ConfigCache& cache, const fs::path& source, const ImportCheck& 
               << "); nothing imported\n";
     return 2;
   }
-  std::cout << "imported " << count_of(static_cast<long long>(import.keys()), "key", "keys");
-  if (import.kept_measurements() + import.kept_bests() > 0) {
+  const std::size_t kept = import.kept_measurements() + import.kept_bests();
+  if (import.rows() > 0 && kept == import.rows()) {
+    // A second import of one file, or of an older export: nothing changed, so not "imported".
+    std::cout << "nothing imported: the cache already holds "
+              << count_of(static_cast<long long>(import.keys()), "key", "keys") << " of the file as new or newer ("
+              << count_of(static_cast<long long>(import.kept_measurements()), "measurement", "measurements") << ", "
+              << count_of(static_cast<long long>(import.kept_bests()), "best config", "best configs") << ")";
+  } else {
+    std::cout << "imported " << count_of(static_cast<long long>(import.keys()), "key", "keys");
+  }
+  if (kept > 0 && kept < import.rows()) {
     std::cout << " (kept the cache's "
               << count_of(static_cast<long long>(import.kept_measurements()), "measurement", "measurements") << " and "
               << count_of(static_cast<long long>(import.kept_bests()), "best config", "best configs")

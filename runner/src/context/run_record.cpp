@@ -104,6 +104,13 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
   std::set<std::string> names;
   try {
     const json doc = json::parse(*text);
+    // The format's marker is the file's, not the user's: a file without it is named as not being
+    // a run record at all, rather than as missing a key.
+    if (!doc.is_object() || !doc.contains("tunebench_run_record")) {
+      throw ReplayError(file.string() +
+                        ": not a tunebench run record (expected the configs.json that bench writes "
+                        "in a run directory)");
+    }
     if (doc.at("tunebench_run_record").get<int>() != 1) {
       throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() +
                         ", expected 1");
