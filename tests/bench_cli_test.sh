@@ -144,6 +144,8 @@ for inject in none evict-fails; do
   [ "$(grep -c "\[$marker\]" "$work/bad.err")" -eq 1 ] || fail "expected one $marker line: $(cat "$work/bad.err")"
   grep -q "^bench: WARNING: 1 benchmark was not in $work/bad-run, or had a recorded config that could not run here or failed, and got its config as in a normal run" \
     "$work/bad.err" || fail "the warning of one benchmark tuned live: $(cat "$work/bad.err")"
+  grep -q "^bench: WARNING: 1 benchmark was not in .*tuned now (cpu_mxfp4_gemm/[^;]*; configs.json says which" \
+    "$work/bad.err" || fail "the warning does not name its benchmark: $(cat "$work/bad.err")"
   ! grep -q 'ERROR OCCURRED' "$work/bad.console" || fail "the fallback did not run the benchmark"
   ! grep -q 'BLOCK_K=48' "$work/bad.console" || fail "the bad config came back"
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context"]; assert sys.argv[2] in c, c' \

@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <exception>
 #include <fstream>
 #include <iostream>
 
 #include "common/atomic_file.hpp"
+#include "common/one_line.hpp"
 #include "common/plural.hpp"
 #include "context/context_setup.hpp"
 #include "cuda/gpu_clock.hpp"
@@ -118,11 +120,16 @@ void RunDir::finish(const RunContext& context, const RunRecord& record, const Ch
   write_manifest(context, record, choices, inv, results, true);
   if (const auto live = tuned_live(context, record); !live.empty()) {
     const bool one = live.size() == 1;
+    // Named, the first few: an A/B whose replay fell back on one benchmark is told which one.
+    constexpr std::size_t kNamed = 3;
+    std::string names;
+    for (std::size_t i = 0; i < std::min(live.size(), kNamed); ++i) names += (i ? ", " : "") + escape_controls(live[i]);
+    if (live.size() > kNamed) names += ", and " + std::to_string(live.size() - kNamed) + " more";
     std::cerr << "bench: WARNING: " << count_of(static_cast<long long>(live.size()), "benchmark was", "benchmarks were")
               << " not in " << inv.settings().replay_from.string()
               << ", or had a recorded config that could not run here or failed, and got "
-              << (one ? "its config" : "their configs") << " as in a normal run: from the cache or tuned now"
-              << " (configs.json says which; manifest.json lists " << (one ? "it" : "them") << ")\n";
+              << (one ? "its config" : "their configs") << " as in a normal run: from the cache or tuned now (" << names
+              << "; configs.json says which; manifest.json lists " << (one ? "it" : "them all") << ")\n";
   }
   std::cerr << "bench: run directory " << dir_.string() << "\n";
 }
