@@ -246,7 +246,7 @@ std::vector<Config> Mxfp4GpuOp::make_config_space(SpaceKind kind) const {
   // cuBLASLt, whose tensor-core kernels this op's mma.sync kernel does not match once the GEMM
   // is compute-bound; ALGO indexes cuBLASLt's heuristic candidates as in bf16_gemm, all eight of
   // them in both spaces: candidates 4, 5 and 7 are the fastest at six of the 16 prefill shapes
-  // of M >= 2048, up to 1.15x faster than the best of 0..3 (H200, 2026-12-04, docs/perf-mxfp4.md).
+  // of M >= 2048, up to 1.20x faster than the best of 0..3 (H200, 2026-12-04, docs/perf-mxfp4.md).
   const auto add_dequant = [&] {
     if (routed()) return;
     add(dequant, {{"ALGO", {0, 1, 2, 3, 4, 5, 6, 7}}});

@@ -206,8 +206,9 @@ TEST_F(ConfigCacheTest, AFileThatIsNotSqliteIsRefusedAndLeftAsItIs) {
 
 namespace {
 
-// A cache of ours (its header intact) with a whole b-tree page overwritten.
-void make_damaged_cache(const fs::path& file) {
+// A cache of ours (its header intact) with `bytes` of a b-tree page overwritten: the whole page,
+// header included, by default, else its cell pointers.
+void make_damaged_cache(const fs::path& file, int bytes = 4096) {
   {
     ConfigCache cache(file);
     std::vector<Measurement> ms;
@@ -219,8 +220,8 @@ void make_damaged_cache(const fs::path& file) {
     cache.database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(4096 * 2);  // a whole b-tree page, header included
-  f << std::string(4096, '\x5a');
+  f.seekp(4096 * 2 + (bytes < 4096 ? 8 : 0));  // else the cell pointers after the header
+  f << std::string(static_cast<std::size_t>(bytes), '\x5a');
 }
 
 }  // namespace
@@ -261,6 +262,44 @@ TEST_F(ConfigCacheTest, ALostTableIsDamageNotAnSqlError) {
   EXPECT_FALSE(cache.best(key()));
   cache.store(key(), {ok("B=2", 900)}, Best{"B=2", 900, 0});
   EXPECT_EQ(cache.best(key())->config, "B=2");
+}
+
+// A lost leases table holds no results: it is made anew and the results kept, for a write and
+// for a read-only open alike.
+TEST_F(ConfigCacheTest, ALostLeasesTableIsMadeAnewAndTheResultsKept) {
+  {
+    ConfigCache cache(file_);
+    cache.store(key(), {ok("B=1", 1000)}, Best{"B=1", 1000, 0});
+  }
+  make_sqlite(file_, "DROP TABLE leases");
+  {
+    testing::internal::CaptureStderr();
+    ConfigCache reader(file_, ConfigCache::OnDamage::kThrow, {}, tunebench::cache::Access::kRead);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(reader.best(key())->config, "B=1");
+  }
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_FALSE(cache.moved_aside());
+  EXPECT_EQ(count_aside(dir_), 0u);
+  EXPECT_EQ(cache.best(key())->config, "B=1");
+  EXPECT_EQ(cache.claim(key()).outcome, LeaseClaim::Outcome::kAcquired);
+  EXPECT_TRUE(cache.lease_holder(key()));
+}
+
+// Damage inside a page that SQLite still opens: the warning quotes the integrity check's first
+// finding, not its "*** in database main ***" heading.
+TEST_F(ConfigCacheTest, TheIntegrityChecksFirstFindingIsQuoted) {
+  make_damaged_cache(file_, 50);
+  testing::internal::CaptureStderr();
+  ConfigCache cache(file_);
+  const std::string warning = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find(" is damaged (SQLite's integrity check: On tree page "), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("in database main"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("missing from index"), std::string::npos) << warning;  // its second finding
+  EXPECT_EQ(warning.find("***"), std::string::npos) << warning;
+  EXPECT_TRUE(cache.moved_aside());
 }
 
 // Another application's SQLite file: refused before anything is written (no WAL switch, no

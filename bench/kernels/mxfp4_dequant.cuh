@@ -19,7 +19,7 @@
 // bound by the ALU and L2 at 1.5x this one's time (H200, 2026-12-04, docs/perf-mxfp4.md).
 extern "C" __global__ void __launch_bounds__(DQ_ATOMS * 32)
     mxfp4_dequant_bf16(const u8* __restrict__ Wq, const u8* __restrict__ Ws, u16* __restrict__ Wb, int N, int K) {
-  __shared__ u32 tile[16][DQ_PITCH];
+  __shared__ __align__(16) u32 tile[16][DQ_PITCH];  // read back as uint4
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int katoms = K >> 5;
   const int atom = blockIdx.y * DQ_ATOMS + warp;

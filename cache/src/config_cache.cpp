@@ -245,14 +245,18 @@ bool has_our_tables(Database& db) {
   return tables[1] == "measurements" && (m == v2 || m == v2 + ",host");
 }
 
-// Whether a table that a cache of schema `version` has (best from 1, measurements from 2,
-// leases from 4) is missing.
+// Whether the file (not the TEMP schema) has a table of this name.
+bool has_table(Database& db, const char* name) {
+  Statement s(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?1");
+  s.bind(1, std::string(name));
+  return s.step();
+}
+
+// Whether a table of results that a cache of schema `version` has (best from 1, measurements
+// from 2) is missing. Not leases (from 4): they hold only claims of running sweeps, so a lost
+// leases table is made anew (migrate, read_older_schema) and the results are kept.
 bool lacks_a_table(Database& db, std::int64_t version) {
-  std::vector<std::string> tables;
-  Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
-  while (s.step()) tables.push_back(s.text(0));
-  const auto has = [&](const char* name) { return std::find(tables.begin(), tables.end(), name) != tables.end(); };
-  return (version >= 1 && !has("best")) || (version >= 2 && !has("measurements")) || (version >= 4 && !has("leases"));
+  return (version >= 1 && !has_table(db, "best")) || (version >= 2 && !has_table(db, "measurements"));
 }
 
 // The first `n` bytes of the file at `path` into `out`, read through SQLite's own file layer;
@@ -406,10 +410,10 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
     db_.emplace(path_, static_cast<int>(busy_.timeout.count()), access);
     if (id.kind == Identity::kOurs) {
       if (auto integrity = db_->integrity_check(); integrity != "ok") {
-        // The first problem SQLite names (integrity_check lists one per line), without its
-        // "*** in database main ***" heading.
-        integrity = integrity.substr(0, integrity.find('\n'));
-        if (const auto star = integrity.rfind("*** "); star != std::string::npos) integrity.erase(0, star + 4);
+        // The first problem SQLite names (Database::integrity_check joins its rows with "; "),
+        // without the "*** in database main ***" heading of the first.
+        if (integrity.rfind("*** in database", 0) == 0) integrity.erase(0, integrity.find('\n') + 1);
+        integrity = integrity.substr(0, std::min(integrity.find('\n'), integrity.find("; ")));
         problem = "is damaged (SQLite's integrity check: " + one_line(integrity) + ")";
       } else if (lacks_a_table(*db_, pragma_int(*db_, "PRAGMA user_version"))) {
         // Stamped as ours, but a table was dropped since: every read of it would fail.
@@ -460,7 +464,7 @@ void ConfigCache::move_aside(const std::string& problem) {
 void ConfigCache::migrate() {
   // Current files need no write at all, so a read-only cache can still be read.
   if (pragma_int(*db_, "PRAGMA user_version") == kSchemaVersion &&
-      pragma_int(*db_, "PRAGMA application_id") == kApplicationId) {
+      pragma_int(*db_, "PRAGMA application_id") == kApplicationId && has_table(*db_, "leases")) {
     return;
   }
   WriteTransaction tx(*db_);
@@ -488,10 +492,10 @@ void ConfigCache::migrate() {
     db_->exec("ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT ''");
     version = 3;
   }
-  if (version < 4) {
+  if (version < 4 || !has_table(*db_, "leases")) {  // new in 4, or lost since (lacks_a_table)
     db_->exec(std::string("CREATE TABLE IF NOT EXISTS leases (") + kKeyColumns + ", " + kLeaseColumns +
               ", PRIMARY KEY (" + kKeyList + "))");
-    version = 4;
+    version = std::max<std::int64_t>(version, 4);
   }
   if (version < 5) {
     // The status 'pruned': SQLite cannot change a CHECK in place, so the table is made anew
@@ -522,8 +526,9 @@ void ConfigCache::read_older_schema() {
   // is not migrated but shown as the current one, through a TEMP table or view of the same name,
   // which SQLite resolves before the file's own (unqualified names search temp first).
   const auto version = pragma_int(*db_, "PRAGMA user_version");
+  const bool has_leases = version >= 4 && has_table(*db_, "leases");
+  if (!has_leases) db_->exec(std::string("CREATE TEMP TABLE leases (") + kKeyColumns + ", " + kLeaseColumns + ")");
   if (version >= 4) return;  // schema 5 changed only what a write may store
-  db_->exec(std::string("CREATE TEMP TABLE leases (") + kKeyColumns + ", " + kLeaseColumns + ")");
   if (version >= 3) return;
   if (version < 2) {
     db_->exec(std::string("CREATE TEMP TABLE measurements (") + kKeyColumns +
