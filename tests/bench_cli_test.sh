@@ -166,6 +166,8 @@ PY
   [ "$rc" -eq 0 ] || fail "replay of the unrunnable config $bad exited $rc: $(cat "$work/bad.err")"
   [ "$(grep -c "\[compile_cpu_mxfp4_gemm_evicted\] replayed config '$bad' of $first (from $work/bad-run/configs.json) is not one this op can run (" "$work/bad.err")" -eq 1 ] \
     || fail "replay of the unrunnable config $bad: expected one marker line: $(cat "$work/bad.err")"
+  grep -q "; not in the cache; tuning the key live$" "$work/bad.err" \
+    || fail "a replayed config the cache never held was not said to be absent from it: $(cat "$work/bad.err")"
   grep -q "^$first/manual_time .*BLOCK_N=[0-9]*,BLOCK_K=[0-9]*$" "$work/bad.console" && ! grep -qF "$bad" "$work/bad.console" \
     || fail "replay of the unrunnable config $bad did not tune live: $(cat "$work/bad.console")"
   grep -q '"source": "tuned"' "$(ls -d "$work"/runs/* | tail -1)/configs.json" || fail "config replacing $bad not recorded as tuned"
@@ -201,6 +203,14 @@ mkdir -p "$work/twice-run"
   "$record/configs.json" "$work/twice-run/configs.json"
 set +e; REPLAY_FROM="$work/twice-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/twice.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'is recorded twice' "$work/twice.err" || fail "a record listing a benchmark twice: rc $rc $(cat "$work/twice.err")"
+# A record of no benchmarks (what a run that ran none writes) replays nothing, and says so.
+mkdir -p "$work/empty-run" && cp "$record/manifest.json" "$work/empty-run/"
+printf '{"tunebench_run_record": 1, "configs": []}\n' >"$work/empty-run/configs.json"
+REPLAY_FROM="$work/empty-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  --benchmark_min_time=0.01 >/dev/null 2>"$work/empty.err" || fail "a replay of an empty record failed: $(cat "$work/empty.err")"
+grep -q "^bench: WARNING: REPLAY_FROM=$work/empty-run: configs.json records no benchmarks: nothing is replayed" "$work/empty.err" \
+  && grep -q "^bench: WARNING: 1 benchmark was not in $work/empty-run, .*($first;" "$work/empty.err" \
+  || fail "a replay of an empty record did not say it replays nothing: $(cat "$work/empty.err")"
 # The replay dir's manifest.json is checked too: a run not "complete", another device or (where
 # the run times GPU ops) another timing mode is refused naming the file and the field; another
 # tunebench version or git revision (an A/B across builds) and a dir without a manifest (an older

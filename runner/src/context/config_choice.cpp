@@ -300,7 +300,12 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
     if (context.fault.evict_fails) {
       throw std::runtime_error("injected eviction failure");
     }
-    if (context.cache) context.cache->erase(cache_key(op, family.shape, context), bad);
+    // An edited configs.json may name a config this cache never held: not called evicted then.
+    if (!context.cache) {
+      detail = "no cache";
+    } else if (context.cache->erase(cache_key(op, family.shape, context), bad) == 0) {
+      detail = "not in the cache";
+    }
   } catch (const std::exception& e) {
     marker = "compile_" + op.name() + "_no_evict";
     detail = std::string("eviction failed: ") + e.what();

@@ -251,6 +251,13 @@ void load_replay(const std::filesystem::path& dir, const OpList& ops, RunContext
     }
     context.replay.emplace(e.benchmark, std::move(e));
   }
+  // Not refused (a run that ran nothing records nothing, and is a run), but an A/B that replays
+  // nothing is no A/B: said now, and each benchmark is named at the end as not replayed.
+  if (context.replay.empty()) {
+    std::cerr << "bench: WARNING: REPLAY_FROM=" << dir.string() << ": configs.json "
+              << (recorded.empty() ? "records no benchmarks" : "records only ops this build does not have")
+              << ": nothing is replayed; every benchmark gets its config as in a normal run\n";
+  }
 }
 
 }  // namespace tunebench

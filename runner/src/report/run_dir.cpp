@@ -39,7 +39,7 @@ std::string sm_clock_text(const RunContext& context) {
 // Benchmarks of a replay that were not in it (or failed there) and got their configs live.
 std::vector<std::string> tuned_live(const RunContext& context, const RunRecord& record) {
   std::vector<std::string> live;
-  if (context.replay.empty()) return live;
+  if (context.replay_source.empty()) return live;  // not a replay
   for (const auto& e : record.entries()) {
     if (e.source != ConfigSource::kReplayed) live.push_back(e.benchmark);
   }
