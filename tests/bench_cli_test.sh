@@ -203,6 +203,11 @@ mkdir -p "$work/twice-run"
   "$record/configs.json" "$work/twice-run/configs.json"
 set +e; REPLAY_FROM="$work/twice-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/twice.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'is recorded twice' "$work/twice.err" || fail "a record listing a benchmark twice: rc $rc $(cat "$work/twice.err")"
+mkdir -p "$work/blank-manifest-run" && cp "$record/configs.json" "$work/blank-manifest-run/" \
+  && printf '{}\n' >"$work/blank-manifest-run/manifest.json"
+set +e; REPLAY_FROM="$work/blank-manifest-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/blank.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'manifest.json: no "status" (not the manifest.json bench writes in a run directory)' "$work/blank.err" \
+  || fail "a manifest without a status: rc $rc $(cat "$work/blank.err")"
 # A record of no benchmarks (what a run that ran none writes) replays nothing, and says so.
 mkdir -p "$work/empty-run" && cp "$record/manifest.json" "$work/empty-run/"
 printf '{"tunebench_run_record": 1, "configs": []}\n' >"$work/empty-run/configs.json"

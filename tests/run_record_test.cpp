@@ -58,6 +58,37 @@ TEST(RunRecord, JsonThatIsNotARunRecordIsNamedAsSuch) {
   fs::remove_all(dir);
 }
 
+// An edited record is refused naming what is wrong with it: the field and its benchmark, or
+// that the file is empty.
+TEST(RunRecord, AnEditedRecordNamesTheFieldAndTheBenchmark) {
+  const auto dir = fs::temp_directory_path() / ("tunebench_edited_record_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string entry =
+      R"("benchmark": "op/a", "op": "op", "kernel_version": "op-1", "tuning_key": "M=1", "device": "cpu", )"
+      R"("source": "tuned")";
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "configs.json: empty (expected the configs.json that bench writes"},
+      {" \n", "configs.json: empty ("},
+      {R"({"tunebench_run_record": 1, "configs": 5})", R"(configs.json: "configs" is not a list)"},
+      {R"({"tunebench_run_record": 1, "configs": [5]})", R"(configs.json: an entry of "configs" is not an object: 5)"},
+      {R"({"tunebench_run_record": 1, "configs": [{)" + entry + R"(, "config": 5}]})",
+       R"(configs.json: benchmark op/a has "config": 5, expected a string)"},
+      {R"({"tunebench_run_record": 1, "configs": [{)" + entry + "}]}",
+       R"(configs.json: benchmark op/a has no "config")"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::ofstream(dir / "configs.json") << text;
+    try {
+      tunebench::RunRecord::read(dir);
+      ADD_FAILURE() << text << " was read as a run record";
+    } catch (const tunebench::ReplayError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << text << " -> " << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // REPLAY_FROM's timing: a run that times GPU ops refuses a record timed otherwise (`host`, a run
 // of host ops alone, included); a run of host ops alone replays any record, since its ops are
 // host-timed whatever the recorded run's GPU timing was.

@@ -98,8 +98,12 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
     throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": " + name + " '" + recorded +
                       "', this run's is '" + here + "': " + why);
   };
-  const std::string status = field("status").value_or("");
-  if (status != "complete") refuse("status", status, "complete", "only a run that completed can be replayed");
+  const auto status = field("status");
+  if (!status) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() +
+                      ": no \"status\" (not the manifest.json bench writes in a run directory)");
+  }
+  if (*status != "complete") refuse("status", *status, "complete", "only a run that completed can be replayed");
   const std::string device = manifest_device(context);
   if (const auto recorded = field("device")) {
     const bool both_none = recorded->rfind("none (", 0) == 0 && !context.gpu_available;

@@ -100,6 +100,9 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
     throw ReplayError("REPLAY_FROM=" + dir.string() + ": no " + file.filename().string() +
                       " in it (expected a run directory of an earlier bench run)");
   }
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ReplayError(file.string() + ": empty (expected the configs.json that bench writes in a run directory)");
+  }
   std::vector<RecordedConfig> out;
   std::set<std::string> names;
   try {
@@ -115,18 +118,29 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
       throw ReplayError(file.string() + ": run record format " + doc.at("tunebench_run_record").dump() +
                         ", expected 1");
     }
+    if (!doc.at("configs").is_array()) throw ReplayError(file.string() + ": \"configs\" is not a list");
     for (const auto& c : doc.at("configs")) {
-      const std::string name = c.at("benchmark").get<std::string>();
+      if (!c.is_object()) throw ReplayError(file.string() + ": an entry of \"configs\" is not an object: " + c.dump());
+      // Each field by name, so an edited entry says which field of which benchmark is wrong.
+      const auto text_of = [&](const char* key, const std::string& of) {
+        const auto it = c.find(key);
+        if (it == c.end()) throw ReplayError(file.string() + ": " + of + "has no \"" + key + "\"");
+        if (!it->is_string()) {
+          throw ReplayError(file.string() + ": " + of + "has \"" + key + "\": " + it->dump() + ", expected a string");
+        }
+        return it->get<std::string>();
+      };
+      const std::string name = text_of("benchmark", "an entry of \"configs\" ");
+      const std::string of = "benchmark " + name + " ";
       if (!names.insert(name).second) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
-      const std::string source = c.at("source").get<std::string>();
+      const std::string source = text_of("source", of);
       const auto parsed = parse_config_source(source);
       if (!parsed) {
         throw ReplayError(file.string() + ": benchmark " + name + " has source '" + source +
                           "', expected cache, tuned or replayed");
       }
-      out.push_back({c.at("benchmark").get<std::string>(), c.at("op").get<std::string>(),
-                     c.at("kernel_version").get<std::string>(), c.at("tuning_key").get<std::string>(),
-                     c.at("device").get<std::string>(), c.at("config").get<std::string>(), *parsed});
+      out.push_back({name, text_of("op", of), text_of("kernel_version", of), text_of("tuning_key", of),
+                     text_of("device", of), text_of("config", of), *parsed});
     }
   } catch (const json::out_of_range& e) {
     // e.what() reads "[json.exception.out_of_range.403] key 'configs' not found": keep the key.
