@@ -88,6 +88,14 @@ cp "$work/cache.sqlite" "$work/cache.before"
 expect 0 "" "$bench" --tunebench_check=1 "${quick[@]}"
 grep -q "0 keys to tune" "$work/out" || fail "check of a tuned key: $(cat "$work/out")"
 cmp -s "$work/cache.sqlite" "$work/cache.before" || fail "a check changed the cache"
+# A damaged cache passes (a run moves it aside and starts afresh) with that said, and untouched.
+cp "$work/cache.before" "$work/damaged.sqlite"
+/usr/bin/python3 -c 'import sys; f=open(sys.argv[1], "r+b"); f.seek(4096 + 8); f.write(b"\x5a" * 50)' "$work/damaged.sqlite"
+cp "$work/damaged.sqlite" "$work/damaged.before"
+expect 0 "bench: WARNING: config cache $work/damaged.sqlite is damaged (SQLite's integrity check: " \
+  env TUNEBENCH_CACHE="$work/damaged.sqlite" "$bench" --tunebench_check=1 "${quick[@]}"
+grep -q "1 key to tune" "$work/out" || fail "check of a damaged cache: $(cat "$work/out")"
+cmp -s "$work/damaged.sqlite" "$work/damaged.before" || fail "a check changed a damaged cache"
 # ... and refuses, in the run's own line and status, what the run would refuse.
 touch "$work/a-file"
 /usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("create table notes(x)"); c.commit()' \

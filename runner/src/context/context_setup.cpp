@@ -164,8 +164,10 @@ std::shared_ptr<cache::ConfigCache> open_cache_for_check(const std::filesystem::
     return std::make_shared<cache::ConfigCache>(file, cache::ConfigCache::OnDamage::kThrow, cache::BusyPolicy(),
                                                 cache::Access::kRead);
   } catch (const cache::SqliteError& e) {
-    if ((e.code() & 0xff) == SQLITE_CORRUPT) return nullptr;  // a run moves it aside and starts afresh
-    throw;
+    if ((e.code() & 0xff) != SQLITE_CORRUPT) throw;
+    // Not refused (a run moves it aside and starts afresh), but its results are lost to that run.
+    std::cerr << "bench: WARNING: " << e.what() << "\n";
+    return nullptr;
   }
 }
 
