@@ -76,7 +76,9 @@ class Bf16MoeOp final : public Op {
   /// Workspace given to cuBLAS (cublasSetWorkspace), bytes (32 MiB): set once, so no call
   /// allocates.
   static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
-  /// ALGO values of the PER_EXPERT configs: 0 .. kPerExpertAlgos - 1.
+  /// ALGO values of the PER_EXPERT configs: 0 .. kPerExpertAlgos - 1. Candidates 4..7 never
+  /// won: their best took 1.02-3.8x the best of the other six at every prefill shape (H200, 2026-12-04,
+  /// docs/results/perf_bf16_moe-per-expert-algo-0-7-h200-20261204.txt).
   static constexpr std::int64_t kPerExpertAlgos = 4;
 
   Bf16MoeOp();
