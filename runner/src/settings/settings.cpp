@@ -397,8 +397,9 @@ std::vector<SettingSpec> own_rows() {
                   .flag("--tunebench_timing_loop", flag_value(timing_loop_names()))
                   .env("TUNEBENCH_TIMING_LOOP")
                   .help("how Google Benchmark's loop launches GPU runs (kernel and cudagraph timing): batches of runs "
-                        "captured into one CUDA graph, back to back, or one launch per iteration; the same kernel "
-                        "times either way (docs/timing.md, \"Graph-batched loop\")")
+                        "captured into one CUDA graph, back to back, or one launch per iteration; the same kernels, "
+                        "whose times differ by up to a few percent between the two loops (back to back against one "
+                        "at a time), so compare runs of one loop (docs/timing.md, \"Graph-batched loop\")")
                   .default_text("`graph`")
                   .parse([](Settings& s, const string& v, const string& what) {
                     const auto loop = parse_timing_loop(v);
