@@ -76,6 +76,17 @@ cmp -s <(grep -o 'BLOCK_N=[0-9]*,BLOCK_K=[0-9]*' "$work/a.console") <(grep -o 'B
 "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 >/dev/null 2>&1 \
   || fail "rerun after evict failed"
 [ "$("$cache_cli" list | wc -l)" -eq 4 ] || fail "the evicted key was not tuned again"
+# A best this op cannot run (an edited row, faster than anything real) is dropped when the key is
+# tuned again, so the new winner takes its place instead of the key being retuned every run.
+/usr/bin/python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE best SET config = ?, p50_ns = 1 WHERE tuning_key = ?", ("BLOCK_N=99,BLOCK_K=128", "M=1,N=256,K=512")); c.commit()' \
+  "$TUNEBENCH_CACHE"
+for attempt in 1 2; do
+  "$bench" --tunebench_shapes="$tiny" --benchmark_filter='cpu_mxfp4.*M:1/N:256/' --benchmark_min_time=0.01 \
+    >/dev/null 2>"$work/unrunnable-best.err" || fail "a run over an unrunnable best failed: $(cat "$work/unrunnable-best.err")"
+  n=$(grep -c "cached config 'BLOCK_N=99,BLOCK_K=128' of .* is not one this op can run; tuning again" "$work/unrunnable-best.err" || true)
+  [ "$n" -eq $((attempt == 1 ? 1 : 0)) ] || fail "run $attempt over an unrunnable best: $(cat "$work/unrunnable-best.err")"
+done
+"$cache_cli" show cpu_mxfp4_gemm M=1,N=256,K=512 | grep -q "best: BLOCK_N=99" && fail "the unrunnable best stayed in the cache"
 
 # --benchmark_color as Google Benchmark reads it, bench making the console reporter: colour to a
 # file only when asked, none when told no (and none by default: a.console above is a file).
@@ -185,6 +196,13 @@ set +e; REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" --benchm
 grep -qF "replayed config 'BLOCK_N=16\x1b[31m\nBLOCK_K=128' of $first" "$work/bad.err" \
   || fail "a replayed config's control characters were not escaped: $(cat -A "$work/bad.err")"
 ! grep -q $'\e' "$work/bad.err" || fail "an escape character reached the terminal: $(cat -A "$work/bad.err")"
+# A recorded config of any length is quoted cut, so its line stays a line.
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["configs"][0]["config"]="BLOCK_N=" + "9" * 100000; json.dump(d, open(sys.argv[2], "w"))' \
+  "$record/configs.json" "$work/bad-run/configs.json"
+REPLAY_FROM="$work/bad-run" "$bench" --tunebench_shapes="$tiny" --benchmark_filter="^$first/" \
+  --benchmark_min_time=0.01 >/dev/null 2>"$work/bad.err" || fail "replay of a 100000-character config failed"
+grep -q "replayed config 'BLOCK_N=9*\.\.\.' of $first" "$work/bad.err" && [ "$(wc -L <"$work/bad.err")" -lt 1000 ] \
+  || fail "a 100000-character config was quoted whole: $(head -c 600 "$work/bad.err")"
 
 sed 's/cpu_mxfp4_gemm-1/cpu_mxfp4_gemm-0/' "$record/configs.json" >"$work/old-configs.json"
 mkdir -p "$work/old-run" && cp "$work/old-configs.json" "$work/old-run/configs.json"

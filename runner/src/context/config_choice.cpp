@@ -216,7 +216,18 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
     if (auto cached = cached_config(family, context, &unusable)) {
       return {std::move(*cached), context.swept.count(family.name) ? ConfigSource::kTuned : ConfigSource::kCache};
     }
-    if (!unusable.empty()) std::cerr << "bench: " << unusable << "; tuning again\n";
+    if (!unusable.empty()) {
+      std::cerr << "bench: " << unusable << "; tuning again\n";
+      // Dropped before the sweep: store() keeps a stored best against a slower newcomer, so a
+      // best this op cannot run (an edited or imported row) would otherwise stay, retuned every run.
+      if (context.cache && !context.cache->read_only()) {
+        try {
+          if (const auto bad = context.cache->best(key)) context.cache->erase(key, bad->config);
+        } catch (const cache::SqliteError& e) {
+          std::cerr << "bench: could not drop it from the cache: " << e.what() << "\n";
+        }
+      }
+    }
   }
   if (context.cache && context.cache->read_only()) {
     // Refused before the sweep: its result could not be stored, so it would be lost at the end.
@@ -287,6 +298,16 @@ std::pair<Config, ConfigSource> choose_config(const Family& family, const RunCon
   return {outcome.best, ConfigSource::kTuned};
 }
 
+namespace {
+
+// A config string from a file quoted in a message: cut, since it could be any length.
+constexpr std::size_t kShownConfig = 80;
+std::string shortened(const std::string& text, std::size_t n) {
+  return text.size() > n ? text.substr(0, n) + "..." : text;
+}
+
+}  // namespace
+
 // A replayed config that the op cannot run, or that no longer compiles or launches: evict it
 // from the cache, then tune the key live without reading the cache, so a failed eviction cannot
 // hand the bad config back.
@@ -311,9 +332,10 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
     detail = std::string("eviction failed: ") + e.what();
   }
   // A config string from a file (configs.json) may hold anything: escaped, the line stays one.
-  std::cerr << "bench: [" << marker << "] replayed config '" << escape_controls(bad) << "' of " << family.name
-            << " (from " << escape_controls(context.replay_source) << ") " << escape_controls(what) << "; "
-            << escape_controls(detail) << "; tuning the key live\n";
+  std::cerr << "bench: [" << marker << "] replayed config '" << escape_controls(shortened(bad, kShownConfig)) << "' of "
+            << family.name << " (from " << escape_controls(context.replay_source) << ") "
+            << escape_controls(shortened(what, 2 * kShownConfig)) << "; " << escape_controls(detail)
+            << "; tuning the key live\n";
   TuneOptions live = context.tune;  // given options: neither replay nor the cache is read
   const Config config = choose_config(family, context, choices, time_run ? *time_run : timing.run_timer(), &live,
                                       nullptr, timing.variants())
@@ -324,7 +346,6 @@ Config replay_fallback(const Family& family, const RunContext& context, ChoiceLo
 
 std::vector<UnrunnableReplayEntry> unrunnable_replays(const std::vector<const Family*>& selected,
                                                       const RunContext& context) {
-  constexpr std::size_t kShown = 80;  // a config quoted whole could be any length
   std::vector<UnrunnableReplayEntry> out;
   for (const Family* f : selected) {
     const auto it = context.replay.find(f->name);
@@ -332,10 +353,8 @@ std::vector<UnrunnableReplayEntry> unrunnable_replays(const std::vector<const Fa
     if (it == context.replay.end() || (f->op->needs_gpu() && !context.gpu_available)) continue;
     std::string why;
     if (!runnable_config(*f, it->second.config, context, &why)) {
-      const std::string& text = it->second.config;
-      const std::string shown = text.size() > kShown ? text.substr(0, kShown) + "..." : text;
-      why = why.size() > 2 * kShown ? why.substr(0, 2 * kShown) + "..." : why;
-      out.push_back({f, escape_controls(f->name + ": '" + shown + "' " + why)});
+      out.push_back({f, escape_controls(f->name + ": '" + shortened(it->second.config, kShownConfig) + "' " +
+                                        shortened(why, 2 * kShownConfig))});
     }
   }
   return out;
