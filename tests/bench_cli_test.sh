@@ -226,6 +226,14 @@ mkdir -p "$work/blank-manifest-run" && cp "$record/configs.json" "$work/blank-ma
 set +e; REPLAY_FROM="$work/blank-manifest-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/blank.err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q 'manifest.json: no "status" (not the manifest.json bench writes in a run directory)' "$work/blank.err" \
   || fail "a manifest without a status: rc $rc $(cat "$work/blank.err")"
+printf '{"status": 1}\n' >"$work/blank-manifest-run/manifest.json"
+set +e; REPLAY_FROM="$work/blank-manifest-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/blank.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'manifest.json: "status": 1, expected a string' "$work/blank.err" \
+  || fail "a manifest whose status is a number: rc $rc $(cat "$work/blank.err")"
+: >"$work/blank-manifest-run/manifest.json"
+set +e; REPLAY_FROM="$work/blank-manifest-run" "$bench" --tunebench_shapes="$tiny" >/dev/null 2>"$work/blank.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q 'manifest.json: empty (expected the manifest.json bench writes in a run directory)' "$work/blank.err" \
+  || fail "an empty manifest: rc $rc $(cat "$work/blank.err")"
 # A record of no benchmarks (what a run that ran none writes) replays nothing, and says so.
 mkdir -p "$work/empty-run" && cp "$record/manifest.json" "$work/empty-run/"
 printf '{"tunebench_run_record": 1, "configs": []}\n' >"$work/empty-run/configs.json"

@@ -254,7 +254,7 @@ TEST_F(ConfigCacheTest, ALostTableIsDamageNotAnSqlError) {
   testing::internal::CaptureStderr();
   ConfigCache cache(file_);
   const std::string warning = testing::internal::GetCapturedStderr();
-  EXPECT_NE(warning.find(file_.string() + " is damaged (a table of its layout is missing); moved to"),
+  EXPECT_NE(warning.find(file_.string() + " is damaged (its table best is missing); moved to"),
             std::string::npos)
       << warning;
   EXPECT_TRUE(cache.moved_aside());

@@ -71,7 +71,7 @@ TEST(RunRecord, AnEditedRecordNamesTheFieldAndTheBenchmark) {
       {"", "configs.json: empty (expected the configs.json that bench writes"},
       {" \n", "configs.json: empty ("},
       {R"({"tunebench_run_record": 1, "configs": 5})", R"(configs.json: "configs" is not a list)"},
-      {R"({"tunebench_run_record": 1, "configs": [5]})", R"(configs.json: an entry of "configs" is not an object: 5)"},
+      {R"({"tunebench_run_record": 1, "configs": [5]})", R"(configs.json: configs[0] is not an object: 5)"},
       {R"({"tunebench_run_record": 1, "configs": [{)" + entry + R"(, "config": 5}]})",
        R"(configs.json: benchmark op/a has "config": 5, expected a string)"},
       {R"({"tunebench_run_record": 1, "configs": [{)" + entry + "}]}",

@@ -252,11 +252,13 @@ bool has_table(Database& db, const char* name) {
   return s.step();
 }
 
-// Whether a table of results that a cache of schema `version` has (best from 1, measurements
-// from 2) is missing. Not leases (from 4): they hold only claims of running sweeps, so a lost
+// The table of results that a cache of schema `version` has (best from 1, measurements from 2)
+// and lacks, or null. Not leases (from 4): they hold only claims of running sweeps, so a lost
 // leases table is made anew (migrate, read_older_schema) and the results are kept.
-bool lacks_a_table(Database& db, std::int64_t version) {
-  return (version >= 1 && !has_table(db, "best")) || (version >= 2 && !has_table(db, "measurements"));
+const char* missing_table(Database& db, std::int64_t version) {
+  if (version >= 1 && !has_table(db, "best")) return "best";
+  if (version >= 2 && !has_table(db, "measurements")) return "measurements";
+  return nullptr;
 }
 
 // The first `n` bytes of the file at `path` into `out`, read through SQLite's own file layer;
@@ -415,9 +417,9 @@ void ConfigCache::open_checked(OnDamage on_damage, Access access) {
         if (integrity.rfind("*** in database", 0) == 0) integrity.erase(0, integrity.find('\n') + 1);
         integrity = integrity.substr(0, std::min(integrity.find('\n'), integrity.find("; ")));
         problem = "is damaged (SQLite's integrity check: " + one_line(integrity) + ")";
-      } else if (lacks_a_table(*db_, pragma_int(*db_, "PRAGMA user_version"))) {
+      } else if (const char* lost = missing_table(*db_, pragma_int(*db_, "PRAGMA user_version"))) {
         // Stamped as ours, but a table was dropped since: every read of it would fail.
-        problem = "is damaged (a table of its layout is missing)";
+        problem = std::string("is damaged (its table ") + lost + " is missing)";
       }
     }
   } catch (const SqliteError& e) {
@@ -492,7 +494,7 @@ void ConfigCache::migrate() {
     db_->exec("ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT ''");
     version = 3;
   }
-  if (version < 4 || !has_table(*db_, "leases")) {  // new in 4, or lost since (lacks_a_table)
+  if (version < 4 || !has_table(*db_, "leases")) {  // new in 4, or lost since (missing_table)
     db_->exec(std::string("CREATE TABLE IF NOT EXISTS leases (") + kKeyColumns + ", " + kLeaseColumns +
               ", PRIMARY KEY (" + kKeyList + "))");
     version = std::max<std::int64_t>(version, 4);

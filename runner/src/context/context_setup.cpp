@@ -81,6 +81,10 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
         << " has no manifest.json (a run dir of an older bench?): its status, device and timing mode are not checked\n";
     return;
   }
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() +
+                      ": empty (expected the manifest.json bench writes in a run directory)");
+  }
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(*text);
@@ -91,7 +95,11 @@ void check_replay_manifest(const std::filesystem::path& dir, const RunContext& c
   }
   const auto field = [&](const char* name) -> std::optional<std::string> {
     const auto it = m.find(name);
-    if (it == m.end() || !it->is_string()) return std::nullopt;
+    if (it == m.end()) return std::nullopt;
+    if (!it->is_string()) {
+      throw ReplayError("REPLAY_FROM=" + dir.string() + ": " + file.string() + ": \"" + name + "\": " + it->dump() +
+                        ", expected a string");
+    }
     return it->get<std::string>();
   };
   const auto refuse = [&](const char* name, const std::string& recorded, const std::string& here, const char* why) {

@@ -119,8 +119,10 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
                         ", expected 1");
     }
     if (!doc.at("configs").is_array()) throw ReplayError(file.string() + ": \"configs\" is not a list");
-    for (const auto& c : doc.at("configs")) {
-      if (!c.is_object()) throw ReplayError(file.string() + ": an entry of \"configs\" is not an object: " + c.dump());
+    for (std::size_t i = 0; i < doc.at("configs").size(); ++i) {
+      const json& c = doc.at("configs")[i];
+      const std::string entry = "configs[" + std::to_string(i) + "]";
+      if (!c.is_object()) throw ReplayError(file.string() + ": " + entry + " is not an object: " + c.dump());
       // Each field by name, so an edited entry says which field of which benchmark is wrong.
       const auto text_of = [&](const char* key, const std::string& of) {
         const auto it = c.find(key);
@@ -130,7 +132,7 @@ std::vector<RecordedConfig> RunRecord::read(const fs::path& dir) {
         }
         return it->get<std::string>();
       };
-      const std::string name = text_of("benchmark", "an entry of \"configs\" ");
+      const std::string name = text_of("benchmark", entry + " ");
       const std::string of = "benchmark " + name + " ";
       if (!names.insert(name).second) throw ReplayError(file.string() + ": benchmark " + name + " is recorded twice");
       const std::string source = text_of("source", of);
