@@ -254,8 +254,7 @@ TEST_F(ConfigCacheTest, ALostTableIsDamageNotAnSqlError) {
   testing::internal::CaptureStderr();
   ConfigCache cache(file_);
   const std::string warning = testing::internal::GetCapturedStderr();
-  EXPECT_NE(warning.find(file_.string() + " is damaged (its table best is missing); moved to"),
-            std::string::npos)
+  EXPECT_NE(warning.find(file_.string() + " is damaged (its table best is missing); moved to"), std::string::npos)
       << warning;
   EXPECT_TRUE(cache.moved_aside());
   EXPECT_EQ(count_aside(dir_), 1u);
